@@ -1,0 +1,133 @@
+"""Resize API throughput and latency: PATCH …/pods/{name}/resize (strategic merge).
+
+Starts its own Kafka broker and an apiserver process, creates pods, then sends resize
+requests from C concurrent clients. Prints requests/s and p50/p90/p99 latency. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from inplace.core.bus.topics import ensure_topics
+from inplace.core.localinfra import KafkaBroker, free_port
+from inplace.core.settings import Settings
+
+SMP = {"content-type": "application/strategic-merge-patch+json"}
+
+
+def pod(name: str) -> dict[str, object]:
+    rl = {"cpu": "100m", "memory": "128Mi"}
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "containers": [
+                {"name": "app", "image": "nginx", "resources": {"requests": rl, "limits": rl}}
+            ]
+        },
+    }
+
+
+async def bench(url: str, pods: int, requests: int, concurrency: int) -> None:
+    base = f"{url}/api/v1/namespaces/default/pods"
+    async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=concurrency)) as c:
+        for i in range(pods):
+            r = await c.post(base, json=pod(f"p-{i}"))
+            r.raise_for_status()
+        latencies: list[float] = []
+        failures = 0
+        queue: asyncio.Queue[int] = asyncio.Queue()
+        for i in range(requests):
+            queue.put_nowait(i)
+
+        async def worker() -> None:
+            nonlocal failures
+            while not queue.empty():
+                i = queue.get_nowait()
+                cpu = f"{100 + (i % 50) * 10}m"
+                body = {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "app",
+                                "resources": {"requests": {"cpu": cpu}, "limits": {"cpu": cpu}},
+                            }
+                        ]
+                    }
+                }
+                t = time.perf_counter()
+                r = await c.patch(
+                    f"{base}/p-{i % pods}/resize",
+                    json=body,
+                    headers={"content-type": "application/strategic-merge-patch+json"},
+                )
+                latencies.append(time.perf_counter() - t)
+                failures += r.status_code != 200
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    q = statistics.quantiles(latencies, n=100)
+    print(
+        f"{requests} resize PATCHes, {concurrency} concurrent clients, {pods} pods: "
+        f"{requests / elapsed:,.0f} req/s, failures {failures}"
+    )
+    print(
+        f"latency p50 {q[49] * 1000:.1f} ms  p90 {q[89] * 1000:.1f} ms  "
+        f"p99 {q[98] * 1000:.1f} ms  max {max(latencies) * 1000:.1f} ms"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--pods", type=int, default=200)
+    parser.add_argument("--requests", type=int, default=5000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="inplace-bench-api-", dir="/tmp"))
+    broker = KafkaBroker(root / "kafka")
+    port = free_port()
+    proc = None
+    try:
+        broker.start()
+        settings = Settings(kafka_bootstrap=broker.bootstrap_servers)
+        asyncio.run(ensure_topics(settings))
+        env = {
+            **os.environ,
+            "INPLACE_KAFKA_BOOTSTRAP": broker.bootstrap_servers,
+            "INPLACE_QUOTA_URL": "",
+            "INPLACE_LOG_LEVEL": "WARNING",
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "inplace.cli.main", "serve", "apiserver", "--port", str(port)],
+            env=env,
+        )
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                if httpx.get(f"{url}/readyz").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        asyncio.run(bench(url, args.pods, args.requests, args.concurrency))
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=20)
+        broker.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""`inplace up`: broker, database and every role as supervised processes on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from inplace.core.localinfra import KafkaBroker, LocalInfraError, PostgresCluster, free_port
+from inplace.core.localinfra.ports import kill_process_group, port_is_free
+from inplace.core.settings import DEFAULT_PORTS
+
+HOST = "127.0.0.1"
+
+TRY_POD = {
+    "metadata": {"name": "web-0"},
+    "spec": {
+        "containers": [
+            {
+                "name": "app",
+                "image": "nginx",
+                "resources": {
+                    "requests": {"cpu": "100m", "memory": "128Mi"},
+                    "limits": {"cpu": "100m", "memory": "128Mi"},
+                },
+            }
+        ]
+    },
+}
+TRY_RESIZE = {
+    "spec": {
+        "containers": [
+            {"name": "app", "resources": {"requests": {"cpu": "200m"}, "limits": {"cpu": "200m"}}}
+        ]
+    }
+}
+
+
+def _quote(body: dict[str, object]) -> str:
+    return "'" + json.dumps(body, separators=(",", ":")) + "'"
+
+
+def pick_port(preferred: int) -> int:
+    return preferred if port_is_free(HOST, preferred) else free_port(HOST)
+
+
+@dataclass
+class Child:
+    role: str
+    port: int
+    log: Path
+    proc: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+    next_start: float = 0.0
+
+
+@dataclass
+class LocalCluster:
+    home: Path
+    kafka_port: int | None = None
+    postgres_port: int | None = None
+    say: object = print
+    children: list[Child] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.broker = KafkaBroker(self.home / "kafka", port=self.kafka_port)
+        self.database = PostgresCluster(self.home / "postgres", port=self.postgres_port)
+
+    def _print(self, text: str) -> None:
+        self.say(text)  # type: ignore[operator]
+
+    # --- start ------------------------------------------------------------------------------
+
+    def start(self, timeout: float = 120.0) -> None:
+        (self.home / "logs").mkdir(parents=True, exist_ok=True)
+        self._print("starting kafka (first run fetches its jars from Maven Central) …")
+        self.broker.start()
+        self._print(f"  kafka     {self.broker.bootstrap_servers}")
+        self._print("starting postgres …")
+        self.database.start()
+        self.database.create_database("inplace")
+        self._print(f"  postgres  {self.database.dsn('inplace')}")
+        ports = {role: pick_port(port) for role, port in DEFAULT_PORTS.items()}
+        self.env = {
+            **os.environ,
+            "INPLACE_KAFKA_BOOTSTRAP": self.broker.bootstrap_servers,
+            "INPLACE_POSTGRES_DSN": self.database.dsn("inplace"),
+            "INPLACE_QUOTA_URL": f"http://{HOST}:{ports['quota']}",
+            "INPLACE_HOST": HOST,
+        }
+        self._cli("topics")
+        self._cli("migrate")
+        for role, port in ports.items():
+            child = Child(role, port, self.home / "logs" / f"{role}.log")
+            self.children.append(child)
+            self._spawn(child)
+        self._wait_healthy(timeout)
+
+    def _cli(self, *args: str) -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", "inplace.cli.main", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if done.returncode != 0:
+            raise LocalInfraError(f"inplace {' '.join(args)} failed: {done.stderr.strip()}")
+
+    def _spawn(self, child: Child) -> None:
+        log = child.log.open("ab")
+        child.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "inplace.cli.main",
+                "serve",
+                child.role,
+                "--port",
+                str(child.port),
+            ],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # our own shutdown order, not the terminal's SIGINT
+        )
+        log.close()
+
+    def _wait_healthy(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        pending = {c.role: c for c in self.children}
+        with httpx.Client(timeout=2.0) as client:
+            while pending:
+                for role, child in list(pending.items()):
+                    if child.proc is not None and child.proc.poll() is not None:
+                        raise LocalInfraError(f"{role} exited during start; see {child.log}")
+                    try:
+                        r = client.get(f"http://{HOST}:{child.port}/readyz")
+                        if r.status_code == 200:
+                            del pending[role]
+                    except httpx.HTTPError:
+                        pass
+                if time.monotonic() > deadline:
+                    raise LocalInfraError(f"not ready after {timeout:.0f}s: {', '.join(pending)}")
+                time.sleep(0.2)
+
+    def summary(self) -> str:
+        api = next(c for c in self.children if c.role == "apiserver")
+        url = f"http://{HOST}:{api.port}"
+        lines = [
+            "",
+            "inplace local cluster is up.",
+            f"  API server   {url}",
+            f"  Kafka        {self.broker.bootstrap_servers}",
+            f"  PostgreSQL   {self.database.dsn('inplace')}",
+            "  roles        "
+            + ", ".join(f"{c.role} http://{HOST}:{c.port}/metrics" for c in self.children),
+            f"  logs         {self.home / 'logs'}",
+            "",
+            "Try a resize from another shell:",
+            f"  API={url}",
+            "  curl -s -XPOST -H 'Content-Type: application/json' "
+            "$API/api/v1/namespaces/default/pods -d " + _quote(TRY_POD),
+            "  curl -s -XPATCH -H 'Content-Type: application/strategic-merge-patch+json' "
+            "$API/api/v1/namespaces/default/pods/web-0/resize -d " + _quote(TRY_RESIZE),
+            "  curl -s $API/api/v1/namespaces/default/pods/web-0 | python3 -m json.tool",
+            f"  (kubectl works too: kubectl --server {url} patch pod web-0 --subresource "
+            "resize -p '…')",
+            "",
+            "Inspect the log and the projections:",
+            f"  export INPLACE_KAFKA_BOOTSTRAP={self.broker.bootstrap_servers}",
+            f"  export INPLACE_POSTGRES_DSN={self.database.dsn('inplace')}",
+            "  inplace replay history default/web-0    # the resize, step by step",
+            "  inplace replay rebuild                  # replay the log, compare checksums",
+            "",
+            "Ctrl-C stops everything.",
+        ]
+        return "\n".join(lines)
+
+    # --- supervise and stop -----------------------------------------------------------------
+
+    def supervise(self, stop_flag: list[bool]) -> None:
+        """Restart a role that dies, with backoff, until asked to stop."""
+        while not stop_flag[0]:
+            now = time.monotonic()
+            for child in self.children:
+                if child.proc is None or child.proc.poll() is None:
+                    continue
+                if child.next_start == 0.0:
+                    child.restarts += 1
+                    delay = min(30.0, 0.5 * 2**child.restarts)
+                    child.next_start = now + delay
+                    self._print(
+                        f"{child.role} exited ({child.proc.returncode}); restarting in {delay:.1f}s"
+                    )
+                elif now >= child.next_start:
+                    child.next_start = 0.0
+                    self._spawn(child)
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        for child in self.children:
+            if child.proc is not None and child.proc.poll() is None:
+                child.proc.send_signal(signal.SIGTERM)
+        for child in self.children:
+            if child.proc is None:
+                continue
+            try:
+                child.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                kill_process_group(child.proc.pid, 5.0)
+        self.broker.stop()
+        self.database.stop()

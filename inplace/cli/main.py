@@ -1,0 +1,136 @@
+"""The `inplace` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+
+import typer
+from rich.console import Console
+
+from inplace.cli import infra, load, node, replay
+from inplace.cli.errors import fail, run_async
+from inplace.cli.roles import ROLES, serve
+from inplace.core.service import configure_logging
+from inplace.core.settings import DEFAULT_PORTS, Settings
+
+app = typer.Typer(
+    help="inplace: an event-sourced control plane for in-place pod and node resize.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(infra.kafka_app, name="kafka")
+app.add_typer(infra.postgres_app, name="postgres")
+app.add_typer(replay.app, name="replay")
+app.add_typer(node.app, name="node")
+app.command("load")(load.load_cmd)
+out = Console(highlight=False, soft_wrap=True)
+
+
+@app.command("serve")
+def serve_cmd(
+    role: str = typer.Argument(..., help=f"one of: {', '.join(ROLES)}"),
+    host: str | None = typer.Option(None, help="bind address (default: $INPLACE_HOST)"),
+    port: int | None = typer.Option(None, help="HTTP port (default: the role's own)"),
+) -> None:
+    """Run one role: its Kafka loops plus /healthz, /readyz and /metrics (+ its API)."""
+    if role not in ROLES:
+        raise fail(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
+    settings = Settings()
+    configure_logging(settings.log_level, role)
+    run_async(serve(role, settings, host=host or settings.host, port=port or DEFAULT_PORTS[role]))
+
+
+@app.command("topics")
+def topics_cmd() -> None:
+    """Create the event topics with their partition counts and retention (idempotent)."""
+    from inplace.core.bus.topics import ensure_topics, topic_specs
+
+    settings = Settings()
+    created = run_async(ensure_topics(settings))
+    for spec in topic_specs(settings):
+        mark = "created" if spec.name in created else "exists"
+        out.print(f"{spec.name:12} partitions={spec.partitions:<3} {mark}")
+
+
+@app.command("migrate")
+def migrate_cmd() -> None:
+    """Apply the projection schema's SQL migrations (idempotent)."""
+    from inplace.core.store.database import create_pool
+    from inplace.core.store.migrations import migrate
+
+    settings = Settings()
+
+    async def go() -> list[int]:
+        pool = await create_pool(settings.postgres_dsn, max_size=1)
+        try:
+            async with pool.acquire() as conn:
+                return await migrate(conn, settings.projection_schema)
+        finally:
+            await pool.close()
+
+    applied = run_async(go())
+    out.print(f"applied migrations {applied}" if applied else "schema is up to date")
+
+
+@app.command("up")
+def up_cmd(
+    home: str = typer.Option(".inplace", envvar="INPLACE_HOME", help="state directory"),
+    kafka_port: int | None = typer.Option(None, help="broker port (default 9092 if free)"),
+    postgres_port: int | None = typer.Option(None, help="database port (default 5432 if free)"),
+) -> None:
+    """Start the local cluster (Kafka, PostgreSQL, every role), print how to use it, and
+    keep it running until Ctrl-C, which stops every process it started."""
+    from pathlib import Path
+
+    from inplace.cli.localcluster import LocalCluster, pick_port
+    from inplace.core.localinfra import LocalInfraError
+
+    cluster = LocalCluster(
+        Path(home).absolute(),
+        kafka_port=kafka_port or pick_port(9092),
+        postgres_port=postgres_port or pick_port(5432),
+        say=out.print,
+    )
+    stop = [False]
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop[0] = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        cluster.start()
+        out.print(cluster.summary())
+        sys.stdout.flush()
+        cluster.supervise(stop)
+    except LocalInfraError as exc:
+        cluster.stop()
+        raise fail(str(exc)) from None
+    out.print("stopping …")
+    cluster.stop()
+    out.print("stopped.")
+
+
+@app.command("dead-letters")
+def dead_letters_cmd(limit: int = typer.Option(50, help="most recent N")) -> None:
+    """List records parked on the dead-letter topic, with where they came from and why."""
+    from inplace.core.bus.deadletters import read_dead_letters
+
+    s = Settings()
+    rows = run_async(read_dead_letters(s.kafka_bootstrap, limit, s.topic_prefix))
+    if not rows:
+        out.print("no dead letters")
+    for row in rows:
+        out.print(f"{row.source}  consumer={row.consumer}  reason={row.reason}")
+
+
+def main() -> None:
+    asyncio.set_event_loop_policy(None)
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,284 @@
+"""Consuming the log: records become typed `Record`s; malformed ones are dead-lettered."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.structs import ConsumerRecord
+
+from inplace.core.bus.producer import EventProducer, Position
+from inplace.core.observability.metrics import DEAD_LETTERS, EVENTS_CONSUMED
+from schemas.envelope import Envelope, MalformedEvent, decode
+from schemas.events import DEAD_LETTER
+
+log = logging.getLogger(__name__)
+
+RawRecord = ConsumerRecord  # type: ignore[type-arg]
+
+
+@dataclass(frozen=True)
+class Record:
+    """One decoded event with its position in the log."""
+
+    position: Position
+    envelope: Envelope
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A record no one could parse, with the one-line reason."""
+
+    position: Position
+    raw: RawRecord
+    reason: str
+
+
+def decode_record(raw: RawRecord) -> Record | Malformed:
+    position = Position(raw.topic, raw.partition, raw.offset)
+    try:
+        return Record(position, decode(raw.value))
+    except MalformedEvent as exc:
+        return Malformed(position, raw, str(exc))
+
+
+class DeadLetters:
+    """Parks malformed records on the dead-letter topic with where they came from and why."""
+
+    def __init__(self, producer: EventProducer, role: str) -> None:
+        self._producer = producer
+        self._role = role
+
+    async def park(self, bad: Malformed) -> Position:
+        log.warning("dead-lettered %s (%s): %s", bad.position, self._role, bad.reason)
+        DEAD_LETTERS.labels(self._role, bad.position.topic).inc()
+        headers = [
+            ("source-topic", bad.position.topic.encode()),
+            ("source-partition", str(bad.position.partition).encode()),
+            ("source-offset", str(bad.position.offset).encode()),
+            ("consumer", self._role.encode()),
+            ("reason", bad.reason.encode()),
+        ]
+        return await self._producer.send_raw(
+            self._producer.topic(DEAD_LETTER), bad.raw.value, key=bad.raw.key, headers=headers
+        )
+
+
+@dataclass
+class Batch:
+    """What one poll returned: decoded records in log order per partition, the malformed
+    ones, and where each partition continues (past malformed records too)."""
+
+    records: list[Record] = field(default_factory=list)
+    malformed: list[Malformed] = field(default_factory=list)
+    next_offsets: dict[TopicPartition, int] = field(default_factory=dict)
+    start_offsets: dict[TopicPartition, int] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.next_offsets)
+
+
+async def decode_batch(
+    raw: dict[TopicPartition, list[RawRecord]], role: str, dead_letters: DeadLetters | None
+) -> Batch:
+    batch = Batch()
+    for tp, items in raw.items():
+        for item in items:
+            decoded = decode_record(item)
+            if isinstance(decoded, Malformed):
+                if dead_letters:
+                    await dead_letters.park(decoded)
+                batch.malformed.append(decoded)
+            else:
+                EVENTS_CONSUMED.labels(role, decoded.envelope.type).inc()
+                batch.records.append(decoded)
+        if items:
+            batch.start_offsets[tp] = items[0].offset
+            batch.next_offsets[tp] = items[-1].offset + 1
+    return batch
+
+
+SeekFn = Callable[[list[TopicPartition]], Awaitable[dict[TopicPartition, int]]]
+
+
+class _SeekOnAssign(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Positions newly assigned partitions where the caller's own store says (exactly-once)."""
+
+    def __init__(self, consumer: AIOKafkaConsumer, seek: SeekFn) -> None:
+        self._consumer = consumer
+        self._seek = seek
+
+    async def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
+        return None
+
+    async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
+        positions = await self._seek(list(assigned))
+        for tp in assigned:
+            self._consumer.seek(tp, positions.get(tp, 0))
+
+
+class EventConsumer:
+    """A consumer-group member for one role.
+
+    With `seek` the role keeps its own offsets (the projector keeps them in Postgres, in the
+    same transaction as its rows); without, offsets are committed to Kafka after each batch.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        role: str,
+        topics: tuple[str, ...] | list[str],
+        group_id: str | None = None,
+        seek: SeekFn | None = None,
+        dead_letters: DeadLetters | None = None,
+        max_records: int = 5000,
+    ) -> None:
+        self.role = role
+        self._topics = list(topics)
+        self._seek = seek
+        self._dead_letters = dead_letters
+        self._max_records = max_records
+        self._consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=group_id or role,
+            client_id=role,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            isolation_level="read_committed",
+            max_poll_records=max_records,
+        )
+
+    async def start(self) -> None:
+        await self._consumer.start()
+        listener = _SeekOnAssign(self._consumer, self._seek) if self._seek else None
+        if listener:
+            self._consumer.subscribe(self._topics, listener=listener)
+        else:
+            self._consumer.subscribe(self._topics)
+
+    async def stop(self) -> None:
+        await self._consumer.stop()
+
+    async def batches(self, timeout_ms: int = 500) -> AsyncIterator[Batch]:
+        """Yield decoded batches forever (empty ones on idle); malformed records are parked."""
+        while True:
+            raw = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=self._max_records)
+            batch = await decode_batch(raw, self.role, self._dead_letters)
+            yield batch
+
+    def seek(self, positions: dict[TopicPartition, int]) -> None:
+        for tp, offset in positions.items():
+            self._consumer.seek(tp, offset)
+
+    async def commit(self) -> None:
+        """Commit positions to Kafka (roles without their own offset store)."""
+        await self._consumer.commit()
+
+
+class LogReader:
+    """Reads partitions from given offsets up to a fixed end (replay, history, rebuild)."""
+
+    def __init__(self, bootstrap: str, *, role: str = "replay", max_records: int = 5000) -> None:
+        self._role = role
+        self._max_records = max_records
+        self._consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=None,
+            enable_auto_commit=False,
+            isolation_level="read_committed",
+            max_poll_records=max_records,
+        )
+
+    async def __aenter__(self) -> LogReader:
+        await self._consumer.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._consumer.stop()
+
+    async def partitions(self, topics: tuple[str, ...] | list[str]) -> list[TopicPartition]:
+        tps: list[TopicPartition] = []
+        for topic in topics:
+            parts = self._consumer.partitions_for_topic(topic)
+            if parts is None:
+                await self._consumer._client.force_metadata_update()  # first use of topic
+                parts = self._consumer.partitions_for_topic(topic) or set()
+            tps.extend(TopicPartition(topic, p) for p in sorted(parts))
+        return tps
+
+    async def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        return dict(await self._consumer.end_offsets(tps))
+
+    async def read(
+        self, start: dict[TopicPartition, int], end: dict[TopicPartition, int]
+    ) -> AsyncIterator[Batch]:
+        """Batches covering [start, end) for every partition, then stop."""
+        todo = {tp: off for tp, off in end.items() if start.get(tp, 0) < off}
+        if not todo:
+            return
+        self._consumer.assign(list(todo))
+        for tp in todo:
+            self._consumer.seek(tp, start.get(tp, 0))
+        while todo:
+            raw = await self._consumer.getmany(
+                *todo, timeout_ms=1000, max_records=self._max_records
+            )
+            clipped = {
+                tp: [r for r in items if r.offset < todo[tp]]
+                for tp, items in raw.items()
+                if tp in todo
+            }
+            batch = await decode_batch(clipped, self._role, None)
+            # position(), not the last record's offset: transaction markers take offsets too.
+            for tp in list(todo):
+                if await self._consumer.position(tp) >= todo[tp]:
+                    del todo[tp]
+            if batch:
+                yield batch
+
+
+class LogFollower:
+    """Follows whole topics from offset 0 forever, without a consumer group: every reader
+    (an apiserver replica's read model) sees the entire log in partition order."""
+
+    def __init__(self, bootstrap: str, topics: list[str], *, role: str) -> None:
+        self._topics = topics
+        self._role = role
+        self._consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=None,
+            enable_auto_commit=False,
+            isolation_level="read_committed",
+            max_poll_records=5000,
+        )
+
+    async def start(self) -> list[TopicPartition]:
+        await self._consumer.start()
+        tps: list[TopicPartition] = []
+        await self._consumer._client.force_metadata_update()
+        for topic in self._topics:
+            parts = self._consumer.partitions_for_topic(topic)
+            if not parts:
+                raise RuntimeError(f"topic {topic} does not exist: run `inplace topics`")
+            tps.extend(TopicPartition(topic, p) for p in sorted(parts))
+        self._consumer.assign(tps)
+        await self._consumer.seek_to_beginning(*tps)
+        return tps
+
+    async def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        return dict(await self._consumer.end_offsets(tps))
+
+    async def stop(self) -> None:
+        await self._consumer.stop()
+
+    async def batches(self, timeout_ms: int = 200) -> AsyncIterator[Batch]:
+        while True:
+            raw = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=5000)
+            yield await decode_batch(raw, self._role, None)
+
+    async def position(self, tp: TopicPartition) -> int:
+        return await self._consumer.position(tp)

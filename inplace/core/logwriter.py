@@ -1,0 +1,36 @@
+"""Write an event, then wait until this process's read model has applied it.
+
+Every role that decides from a read model writes through this, so its next decision sees its
+own last write (read-your-writes) instead of deciding twice from a stale view.
+"""
+
+from __future__ import annotations
+
+from inplace.core.bus.producer import EventProducer, Position
+from inplace.core.observability.metrics import EVENTS_PRODUCED
+from inplace.core.readmodel import ReadModel
+from schemas.envelope import Envelope, EventPayload
+
+
+class LogWriter:
+    def __init__(self, producer: EventProducer, model: ReadModel, role: str) -> None:
+        self.producer = producer
+        self.model = model
+        self.role = role
+
+    async def write(
+        self,
+        payload: EventPayload,
+        *,
+        cause: Envelope | None = None,
+        correlation_id: str | None = None,
+        within: float = 30.0,
+    ) -> Position:
+        envelope = Envelope.wrap(
+            payload, producer=self.role, cause=cause, correlation_id=correlation_id
+        )
+        position = await self.producer.publish(envelope)
+        EVENTS_PRODUCED.labels(self.role, envelope.type).inc()
+        if position.topic in self.model.topics:  # a topic it follows (not e.g. k8s-events)
+            await self.model.wait_for(position, within)
+        return position

@@ -1,0 +1,25 @@
+"""Prometheus metrics shared by every role (each role adds its own next to these)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+EVENTS_CONSUMED = Counter(
+    "inplace_events_consumed_total", "Events a role consumed from the log", ["role", "type"]
+)
+EVENTS_PRODUCED = Counter(
+    "inplace_events_produced_total", "Events a role wrote to the log", ["role", "type"]
+)
+DEAD_LETTERS = Counter(
+    "inplace_dead_letters_total",
+    "Records a role could not parse and parked on the dead-letter topic",
+    ["role", "topic"],
+)
+BATCH_SECONDS = Histogram(
+    "inplace_consume_batch_seconds", "Time to handle one consumed batch", ["role"]
+)
+MALFORMED = Counter(
+    "inplace_malformed_records_total",
+    "Records a read model skipped because they could not be parsed",
+    ["role", "topic"],
+)

@@ -1,0 +1,205 @@
+"""Replaying the log: rebuild projections, one pod's timeline, state as of a position."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import asyncpg
+from aiokafka import TopicPartition
+from aiokafka.partitioner import DefaultPartitioner
+
+from inplace.core.bus.consumer import LogReader, Record
+from inplace.core.bus.producer import Position
+from inplace.core.projection.state import ClusterState
+from inplace.core.projection.store import ProjectionStore
+from inplace.core.store.migrations import drop_schema, migrate
+from schemas.events import EVENT_TOPICS, PODS
+
+
+@dataclass
+class RebuildReport:
+    events: int = 0
+    seconds: float = 0.0
+    live_checksum: str | None = None
+    rebuilt_checksum: str = ""
+    offsets: dict[TopicPartition, int] = field(default_factory=dict)
+    replaced: bool = False
+
+    @property
+    def events_per_second(self) -> float:
+        return self.events / self.seconds if self.seconds else 0.0
+
+
+async def _schema_exists(conn: asyncpg.Connection, schema: str) -> bool:
+    return bool(
+        await conn.fetchval(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = $1 "
+            "AND table_name = 'consumer_offsets'",
+            schema,
+        )
+    )
+
+
+async def _live_snapshot(
+    conn: asyncpg.Connection, live: ProjectionStore
+) -> tuple[dict[TopicPartition, int], str] | None:
+    """The live projection's offsets and checksum, read in one consistent snapshot."""
+    if not await _schema_exists(conn, live.schema):
+        return None
+    async with conn.transaction(isolation="repeatable_read", readonly=True):
+        return await live.offsets(conn), await live.checksum(conn)
+
+
+async def rebuild(
+    dsn: str,
+    bootstrap: str,
+    *,
+    live_schema: str = "projection",
+    shadow_schema: str = "projection_rebuild",
+    replace: bool = False,
+    consumer: str = "projector",
+    max_rounds: int = 20,
+    topic_prefix: str = "",
+) -> RebuildReport:
+    """Replay the log from offset 0 into `shadow_schema` up to exactly the live projection's
+    offsets, and checksum both. With `replace`, swap the rebuilt schema in (under a lock on the
+    live offsets, catching up again if the live projector moved meanwhile)."""
+    if shadow_schema == live_schema:
+        raise ValueError("the rebuild schema must differ from the live projection's schema")
+    report = RebuildReport()
+    live = ProjectionStore(live_schema, consumer)
+    shadow = ProjectionStore(shadow_schema, consumer)
+    started = time.perf_counter()
+    conn = await asyncpg.connect(dsn)
+    try:
+        await drop_schema(conn, shadow_schema)
+        await migrate(conn, shadow_schema)
+        async with LogReader(bootstrap, role="rebuild") as reader:
+            tps = await reader.partitions([topic_prefix + t for t in EVENT_TOPICS])
+            done: dict[TopicPartition, int] = {}
+            for _ in range(max_rounds):
+                snapshot = await _live_snapshot(conn, live)
+                if snapshot is None:  # nothing projected yet: rebuild the whole log
+                    target, report.live_checksum = await reader.end_offsets(tps), None
+                else:
+                    stored, report.live_checksum = snapshot
+                    target = {tp: stored.get(tp, 0) for tp in tps}
+                async for batch in reader.read(done, target):
+                    async with conn.transaction():
+                        await shadow.apply(conn, batch)
+                    report.events += len(batch.records) + len(batch.malformed)
+                done = dict(target)
+                report.offsets = target
+                report.rebuilt_checksum = await shadow.checksum(conn)
+                if not replace or snapshot is None:
+                    break
+                if await _swap(conn, live, shadow, target):
+                    report.replaced = True
+                    break
+        if replace and snapshot is None:
+            await drop_schema(conn, live_schema)
+            await conn.execute(f"ALTER SCHEMA {shadow_schema} RENAME TO {live_schema}")
+            report.replaced = True
+    finally:
+        await conn.close()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+async def _swap(
+    conn: asyncpg.Connection,
+    live: ProjectionStore,
+    shadow: ProjectionStore,
+    expected: dict[TopicPartition, int],
+) -> bool:
+    async with conn.transaction():
+        # EXCLUSIVE blocks the projector's SELECT … FOR UPDATE on its offsets until we commit.
+        await conn.execute(f"LOCK TABLE {live.schema}.consumer_offsets IN EXCLUSIVE MODE")
+        now = await live.offsets(conn)
+        if {tp: now.get(tp, 0) for tp in expected} != expected:
+            return False  # the live projector moved on; catch up and try again
+        await drop_schema(conn, live.schema)
+        await conn.execute(f"ALTER SCHEMA {shadow.schema} RENAME TO {live.schema}")
+    return True
+
+
+# --- one pod's history ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    record: Record
+    since_previous: float | None  # seconds since the pod's previous event
+
+
+def pod_partition(key: str, partitions: int) -> int:
+    """The partition Kafka's default partitioner (murmur2, as Java's) gives this key."""
+    all_parts = list(range(partitions))
+    return int(DefaultPartitioner()(key.encode(), all_parts, all_parts))
+
+
+async def pod_history(
+    bootstrap: str, namespace: str, name: str, topic_prefix: str = ""
+) -> list[HistoryEntry]:
+    key = f"{namespace}/{name}"
+    entries: list[HistoryEntry] = []
+    async with LogReader(bootstrap, role="history") as reader:
+        tps = await reader.partitions([topic_prefix + PODS])
+        tp = TopicPartition(topic_prefix + PODS, pod_partition(key, len(tps)))
+        end = await reader.end_offsets([tp])
+        previous: datetime | None = None
+        async for batch in reader.read({tp: 0}, end):
+            for record in batch.records:
+                if record.envelope.key != key:
+                    continue
+                t = record.envelope.time
+                delta = (t - previous).total_seconds() if previous else None
+                entries.append(HistoryEntry(record, delta))
+                previous = t
+    return entries
+
+
+# --- state as of a position -------------------------------------------------------------------
+
+
+def parse_position(text: str) -> Position:
+    try:
+        topic, partition, offset = text.rsplit(":", 2)
+        position = Position(topic, int(partition), int(offset))
+    except ValueError:
+        raise ValueError(f"position {text!r} is not <topic>:<partition>:<offset>") from None
+    if topic not in EVENT_TOPICS or position.partition < 0 or position.offset < 0:
+        raise ValueError(f"position {text!r}: topic must be one of {', '.join(EVENT_TOPICS)}")
+    return position
+
+
+async def state_at(
+    bootstrap: str, at: Position, topic_prefix: str = ""
+) -> tuple[ClusterState, datetime]:
+    """Fold the log up to `at`: that partition up to and including the offset, every other
+    partition up to the time of the event at `at` (the log has no global order; time is the
+    cut that matches what an observer saw)."""
+    target = TopicPartition(topic_prefix + at.topic, at.partition)
+    async with LogReader(bootstrap, role="state") as reader:
+        tps = await reader.partitions([topic_prefix + t for t in EVENT_TOPICS])
+        if target not in tps:
+            raise ValueError(f"no partition {at.topic}:{at.partition} in the log")
+        end = await reader.end_offsets(tps)
+        if at.offset >= end[target]:
+            raise ValueError(f"{at} is past the end of the log (next offset {end[target]})")
+        cut: datetime | None = None
+        async for batch in reader.read({target: at.offset}, {target: at.offset + 1}):
+            for record in batch.records:
+                cut = record.envelope.time
+        if cut is None:
+            raise ValueError(f"{at} is not an event (malformed or a transaction marker)")
+        state = ClusterState()
+        async for batch in reader.read({}, {**end, target: at.offset + 1}):
+            # Each object's key lives in one partition, and batches keep partition order.
+            for r in batch.records:
+                in_target = TopicPartition(r.position.topic, r.position.partition) == target
+                if in_target or r.envelope.time <= cut:
+                    state.apply(r)
+    return state, cut

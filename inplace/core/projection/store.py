@@ -1,0 +1,371 @@
+"""Postgres projections, written exactly once per event.
+
+A batch's rows and the consumer's next offsets are written in ONE transaction, and the batch
+is refused when the stored offset has already moved past it (another member applied it after a
+rebalance, or a restart replays it). Killing the writer between any two statements therefore
+loses nothing and applies nothing twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import asyncpg
+from aiokafka import TopicPartition
+
+from inplace.core.bus.consumer import Batch
+from inplace.core.projection.reducers import policy_key, resource_version
+from inplace.core.projection.state import ClusterState
+from inplace.core.store.migrations import check_schema_name
+from schemas import events as ev
+from schemas.k8s import Event, LimitRange, Node, Pod, ResourceQuota
+from schemas.resources import is_sidecar
+
+# Tables whose content is the projection (the checksum covers these, in this order).
+CHECKSUM_TABLES: dict[str, str] = {
+    "pods": "namespace, name",
+    "containers": "namespace, pod_name, name",
+    "nodes": "name",
+    "namespaces": "name",
+    "resource_quotas": "namespace, name",
+    "limit_ranges": "namespace, name",
+    "k8s_events": "namespace, name",
+    "pod_history": 'topic, partition, "offset"',
+    "dead_letters": 'topic, partition, "offset"',
+}
+
+
+class StaleBatch(RuntimeError):
+    """The stored offsets are past this batch: it was applied already; re-seek, drop it."""
+
+    def __init__(self, positions: dict[TopicPartition, int]) -> None:
+        super().__init__(f"batch already applied up to {positions}")
+        self.positions = positions
+
+
+def _json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+class ProjectionStore:
+    def __init__(self, schema: str = "projection", consumer: str = "projector") -> None:
+        self.schema = check_schema_name(schema)
+        self.consumer = consumer
+
+    # --- offsets ----------------------------------------------------------------------------
+
+    async def offsets(self, conn: asyncpg.Connection) -> dict[TopicPartition, int]:
+        rows = await conn.fetch(
+            f"SELECT topic, partition, next_offset FROM {self.schema}.consumer_offsets "
+            "WHERE consumer = $1",
+            self.consumer,
+        )
+        return {TopicPartition(r["topic"], r["partition"]): r["next_offset"] for r in rows}
+
+    async def _claim(self, conn: asyncpg.Connection, batch: Batch) -> None:
+        """Lock this consumer's offsets for the batch's partitions; refuse a stale batch."""
+        tps = list(batch.next_offsets)
+        rows = await conn.fetch(
+            f"SELECT topic, partition, next_offset FROM {self.schema}.consumer_offsets "
+            "WHERE consumer = $1 AND (topic, partition) IN "
+            "(SELECT * FROM unnest($2::text[], $3::int[])) FOR UPDATE",
+            self.consumer,
+            [tp.topic for tp in tps],
+            [tp.partition for tp in tps],
+        )
+        stored = {TopicPartition(r["topic"], r["partition"]): r["next_offset"] for r in rows}
+        stale = {
+            tp: stored[tp] for tp, first in batch.start_offsets.items() if stored.get(tp, 0) > first
+        }
+        if stale:
+            raise StaleBatch(stale)
+
+    async def _save_offsets(self, conn: asyncpg.Connection, batch: Batch) -> None:
+        await conn.executemany(
+            f"INSERT INTO {self.schema}.consumer_offsets (consumer, topic, partition, next_offset)"
+            " VALUES ($1, $2, $3, $4) ON CONFLICT (consumer, topic, partition)"
+            " DO UPDATE SET next_offset = EXCLUDED.next_offset",
+            [
+                (self.consumer, tp.topic, tp.partition, nxt)
+                for tp, nxt in batch.next_offsets.items()
+            ],
+        )
+
+    # --- applying a batch -------------------------------------------------------------------
+
+    async def apply(self, conn: asyncpg.Connection, batch: Batch) -> None:
+        """Apply one batch; the caller owns the transaction (one per batch)."""
+        if not batch:
+            return
+        await self._claim(conn, batch)
+        state = await self._load(conn, batch)
+        for record in batch.records:
+            state.apply(record)
+        await self._write(conn, state)
+        await self._history(conn, batch)
+        await self._dead_letters(conn, batch)
+        await self._save_offsets(conn, batch)
+
+    async def _load(self, conn: asyncpg.Connection, batch: Batch) -> ClusterState:
+        """Only the objects this batch touches are read (one query per collection)."""
+        pods: set[tuple[str, str]] = set()
+        nodes: set[str] = set()
+        quotas: set[tuple[str, str]] = set()
+        limit_ranges: set[tuple[str, str]] = set()
+        events: set[tuple[str, str]] = set()
+        for record in batch.records:
+            p = record.envelope.payload
+            if isinstance(p, ev.PodEvent):
+                pods.add((p.namespace, p.name))
+            elif isinstance(p, ev.NodeEvent):
+                nodes.add(p.name)
+            elif isinstance(p, ev.KubeEventRecorded):
+                events.add((p.event.metadata.namespace or "default", p.event.metadata.name or ""))
+            elif isinstance(p, ev.PolicyEvent):
+                kind, ns, name = policy_key(p)
+                if kind == "ResourceQuota":
+                    quotas.add((ns, name))
+                elif kind == "LimitRange":
+                    limit_ranges.add((ns, name))
+        state = ClusterState()
+        for (ns, name), obj in await self._fetch_pairs(conn, "pods", pods):
+            state.pods[(ns, name)] = Pod.model_validate(obj)
+        for (ns, name), obj in await self._fetch_pairs(conn, "resource_quotas", quotas):
+            state.quotas[(ns, name)] = ResourceQuota.model_validate(obj)
+        for (ns, name), obj in await self._fetch_pairs(conn, "limit_ranges", limit_ranges):
+            state.limit_ranges[(ns, name)] = LimitRange.model_validate(obj)
+        for (ns, name), obj in await self._fetch_pairs(conn, "k8s_events", events):
+            state.events[(ns, name)] = Event.model_validate(obj)
+        if nodes:
+            rows = await conn.fetch(
+                f"SELECT name, object FROM {self.schema}.nodes WHERE name = ANY($1::text[])",
+                list(nodes),
+            )
+            for r in rows:
+                state.nodes[r["name"]] = Node.model_validate(json.loads(r["object"]))
+        return state
+
+    async def _fetch_pairs(
+        self, conn: asyncpg.Connection, table: str, keys: set[tuple[str, str]]
+    ) -> list[tuple[tuple[str, str], Any]]:
+        if not keys:
+            return []
+        rows = await conn.fetch(
+            f"SELECT namespace, name, object FROM {self.schema}.{table} "
+            "WHERE (namespace, name) IN (SELECT * FROM unnest($1::text[], $2::text[]))",
+            [k[0] for k in keys],
+            [k[1] for k in keys],
+        )
+        return [((r["namespace"], r["name"]), json.loads(r["object"])) for r in rows]
+
+    async def _write(self, conn: asyncpg.Connection, state: ClusterState) -> None:
+        s = self.schema
+        touched = state.take_touched()
+        pod_keys = touched.get("pods", set())
+        if pod_keys:
+            await _delete_pairs(conn, f"{s}.containers", "namespace, pod_name", pod_keys)
+            await _delete_pairs(conn, f"{s}.pods", "namespace, name", pod_keys)
+            live = [state.pods[k] for k in sorted(pod_keys) if k in state.pods]
+            await conn.executemany(
+                f"INSERT INTO {s}.pods (namespace, name, uid, node_name, phase, resize_status,"
+                " qos_class, resource_version, object) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)",
+                [_pod_row(p) for p in live],
+            )
+            await conn.executemany(
+                f"INSERT INTO {s}.containers (namespace, pod_name, name, init, sidecar, desired,"
+                " allocated, actual, restart_count) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)",
+                [row for p in live for row in _container_rows(p)],
+            )
+        node_keys = touched.get("nodes", set())
+        if node_keys:
+            await conn.execute(
+                f"DELETE FROM {s}.nodes WHERE name = ANY($1::text[])", list(node_keys)
+            )
+            await conn.executemany(
+                f"INSERT INTO {s}.nodes (name, capacity, allocatable, initial_capacity,"
+                " resource_version, object) VALUES ($1,$2,$3,$4,$5,$6)",
+                [_node_row(state.nodes[k]) for k in sorted(node_keys) if k in state.nodes],
+            )
+        ns_keys = touched.get("namespaces", set())
+        if ns_keys:
+            await conn.execute(
+                f"DELETE FROM {s}.namespaces WHERE name = ANY($1::text[])", list(ns_keys)
+            )
+            await conn.executemany(
+                f"INSERT INTO {s}.namespaces (name, resource_version, object) VALUES ($1,$2,$3)",
+                [
+                    (k, int(obj["metadata"]["resourceVersion"]), _json(obj))
+                    for k in sorted(ns_keys)
+                    if (obj := state.namespaces.get(k)) is not None
+                ],
+            )
+        for collection, table in (("quotas", "resource_quotas"), ("limit_ranges", "limit_ranges")):
+            keys = touched.get(collection, set())
+            if not keys:
+                continue
+            objects = getattr(state, collection)
+            await _delete_pairs(conn, f"{s}.{table}", "namespace, name", keys)
+            await conn.executemany(
+                f"INSERT INTO {s}.{table} (namespace, name, resource_version, object)"
+                " VALUES ($1,$2,$3,$4)",
+                [
+                    (k[0], k[1], int(o.metadata.resource_version), _json(o.to_k8s()))
+                    for k in sorted(keys)
+                    if (o := objects.get(k)) is not None
+                ],
+            )
+        event_keys = touched.get("events", set())
+        if event_keys:
+            await _delete_pairs(conn, f"{s}.k8s_events", "namespace, name", event_keys)
+            await conn.executemany(
+                f"INSERT INTO {s}.k8s_events (namespace, name, involved_kind, involved_name,"
+                " reason, type, count, resource_version, object)"
+                " VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)",
+                [_event_row(k, state.events[k]) for k in sorted(event_keys) if k in state.events],
+            )
+
+    async def _history(self, conn: asyncpg.Connection, batch: Batch) -> None:
+        rows = [
+            (
+                r.position.topic,
+                r.position.partition,
+                r.position.offset,
+                p.namespace,
+                p.name,
+                r.envelope.id,
+                r.envelope.type,
+                r.envelope.time,
+                r.envelope.correlation_id,
+                r.envelope.causation_id,
+                r.envelope.producer,
+                p.model_dump_json(by_alias=True, exclude_none=True),
+            )
+            for r in batch.records
+            if isinstance(p := r.envelope.payload, ev.PodEvent)
+        ]
+        # A plain INSERT: a second application of the same position fails the transaction
+        # (primary key) instead of silently duplicating history.
+        await conn.executemany(
+            f'INSERT INTO {self.schema}.pod_history (topic, partition, "offset", namespace,'
+            " pod_name, event_id, event_type, event_time, correlation_id, causation_id, producer,"
+            " payload) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)",
+            rows,
+        )
+
+    async def _dead_letters(self, conn: asyncpg.Connection, batch: Batch) -> None:
+        await conn.executemany(
+            f'INSERT INTO {self.schema}.dead_letters (topic, partition, "offset", reason, raw)'
+            " VALUES ($1,$2,$3,$4,$5)",
+            [
+                (m.position.topic, m.position.partition, m.position.offset, m.reason, m.raw.value)
+                for m in batch.malformed
+            ],
+        )
+
+    # --- reading ----------------------------------------------------------------------------
+
+    async def checksum(self, conn: asyncpg.Connection) -> str:
+        """sha256 over every projection table's rows in key order (jsonb text is canonical)."""
+        digest = hashlib.sha256()
+        for table, order in CHECKSUM_TABLES.items():
+            value = await conn.fetchval(
+                f"SELECT md5(coalesce(string_agg(t::text, E'\\n' ORDER BY {order}), '')) "
+                f"FROM {self.schema}.{table} t"
+            )
+            digest.update(f"{table}:{value}\n".encode())
+        return digest.hexdigest()
+
+    async def counts(self, conn: asyncpg.Connection) -> dict[str, int]:
+        return {
+            table: await conn.fetchval(f"SELECT count(*) FROM {self.schema}.{table}")
+            for table in CHECKSUM_TABLES
+        }
+
+
+async def _delete_pairs(
+    conn: asyncpg.Connection, table: str, columns: str, keys: Iterable[tuple[str, str]]
+) -> None:
+    keys = list(keys)
+    await conn.execute(
+        f"DELETE FROM {table} WHERE ({columns}) IN (SELECT * FROM unnest($1::text[], $2::text[]))",
+        [k[0] for k in keys],
+        [k[1] for k in keys],
+    )
+
+
+def _pod_row(pod: Pod) -> tuple[Any, ...]:
+    return (
+        pod.metadata.namespace,
+        pod.metadata.name,
+        pod.metadata.uid,
+        pod.spec.node_name,
+        pod.status.phase or "Pending",
+        pod.status.resize,
+        pod.status.qos_class,
+        int(pod.metadata.resource_version or 0),
+        _json(pod.to_k8s()),
+    )
+
+
+def _container_rows(pod: Pod) -> list[tuple[Any, ...]]:
+    rows = []
+    for init, specs, statuses in (
+        (True, pod.spec.init_containers or [], pod.status.init_container_statuses or []),
+        (False, pod.spec.containers, pod.status.container_statuses or []),
+    ):
+        by_name = {s.name: s for s in statuses}
+        for c in specs:
+            st = by_name.get(c.name)
+            allocated = (
+                {k: str(v) for k, v in st.allocated_resources.items()}
+                if st and st.allocated_resources is not None
+                else None
+            )
+            actual = st.resources.to_k8s() if st and st.resources is not None else None
+            rows.append(
+                (
+                    pod.metadata.namespace,
+                    pod.metadata.name,
+                    c.name,
+                    init,
+                    is_sidecar(c) if init else False,
+                    _json(c.resources.to_k8s()),
+                    _json(allocated) if allocated is not None else None,
+                    _json(actual) if actual is not None else None,
+                    st.restart_count if st else 0,
+                )
+            )
+    return rows
+
+
+def _node_row(node: Node) -> tuple[Any, ...]:
+    status = node.status
+    as_json = lambda rl: _json({k: str(v) for k, v in (rl or {}).items()})  # noqa: E731
+    return (
+        node.metadata.name,
+        as_json(status.capacity if status else None),
+        as_json(status.allocatable if status else None),
+        as_json(status.initial_capacity) if status and status.initial_capacity else None,
+        int(node.metadata.resource_version or 0),
+        _json(node.to_k8s()),
+    )
+
+
+def _event_row(key: tuple[str, str], event: Event) -> tuple[Any, ...]:
+    return (
+        key[0],
+        key[1],
+        event.involved_object.kind,
+        event.involved_object.name or "",
+        event.reason,
+        event.type,
+        event.count or 1,
+        int(event.metadata.resource_version or 0),
+        _json(event.to_k8s()),
+    )
+
+
+__all__ = ["CHECKSUM_TABLES", "ProjectionStore", "StaleBatch", "resource_version"]

@@ -1,0 +1,206 @@
+"""A read model: the log folded in memory, plus a watch window per resource.
+
+Each holder (an apiserver replica, the quota service) follows every partition of its topics
+from offset 0 without a consumer group, so it is stateless in front of the log. A writer can
+wait until its own offset is applied before it answers: read-your-writes (DESIGN.md §6).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from aiokafka import TopicPartition
+
+from inplace.core.bus.consumer import LogFollower, Record
+from inplace.core.bus.producer import Position
+from inplace.core.observability.metrics import MALFORMED
+from inplace.core.projection.reducers import policy_key, resource_version
+from inplace.core.projection.state import ClusterState
+from inplace.core.settings import Settings
+from schemas import events as ev
+
+log = logging.getLogger(__name__)
+
+WatchType = Literal["ADDED", "MODIFIED", "DELETED"]
+COLLECTIONS = ("pods", "nodes", "namespaces", "resourcequotas", "limitranges", "events")
+_STATE_FIELD = {
+    "pods": "pods",
+    "nodes": "nodes",
+    "namespaces": "namespaces",
+    "resourcequotas": "quotas",
+    "limitranges": "limit_ranges",
+    "events": "events",
+}
+
+
+class TooOld(Exception):
+    """The resourceVersion is no longer in the watch window (HTTP 410 Gone)."""
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: WatchType
+    resource_version: int
+    namespace: str | None
+    object: dict[str, Any]
+
+
+@dataclass
+class Collection:
+    """One resource's change feed: a bounded window for resume, and live subscribers."""
+
+    name: str
+    window: deque[WatchEvent]
+    subscribers: set[asyncio.Queue[WatchEvent | None]] = field(default_factory=set)
+    # resourceVersion of the newest event, whatever its partition: the list resourceVersion.
+    last: int = 0
+
+    def publish(self, event: WatchEvent) -> None:
+        self.window.append(event)
+        self.last = event.resource_version
+        for queue in list(self.subscribers):
+            if queue.full():  # a watcher that cannot keep up is closed; clients re-watch
+                self.subscribers.discard(queue)
+                with contextlib.suppress(asyncio.QueueFull):
+                    queue.put_nowait(None)
+            else:
+                queue.put_nowait(event)
+
+    def since(self, rv: int) -> list[WatchEvent]:
+        """Events after the one with resourceVersion `rv`, in this replica's apply order."""
+        if rv == self.last:
+            return []
+        for i in range(len(self.window) - 1, -1, -1):
+            if self.window[i].resource_version == rv:
+                return list(self.window)[i + 1 :]
+        raise TooOld(f"too old resource version: {rv} ({self.last})")
+
+    def subscribe(self, size: int = 10_000) -> asyncio.Queue[WatchEvent | None]:
+        queue: asyncio.Queue[WatchEvent | None] = asyncio.Queue(maxsize=size)
+        self.subscribers.add(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[WatchEvent | None]) -> None:
+        self.subscribers.discard(queue)
+
+
+def locate(record: Record) -> tuple[str, Any]:
+    """(collection, key) of the object an event changes."""
+    payload = record.envelope.payload
+    if isinstance(payload, ev.PodEvent):
+        return "pods", (payload.namespace, payload.name)
+    if isinstance(payload, ev.NodeEvent):
+        return "nodes", payload.name
+    if isinstance(payload, ev.KubeEventRecorded):
+        meta = payload.event.metadata
+        return "events", (meta.namespace or "default", meta.name or "")
+    if isinstance(payload, ev.PolicyEvent):
+        kind, ns, name = policy_key(payload)
+        if kind == "Namespace":
+            return "namespaces", name
+        return ("resourcequotas" if kind == "ResourceQuota" else "limitranges"), (ns, name)
+    raise TypeError(f"no collection for {type(payload).__name__}")
+
+
+def as_dict(obj: Any) -> dict[str, Any]:
+    return obj if isinstance(obj, dict) else obj.to_k8s()
+
+
+class ReadModel:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        role: str = "apiserver",
+        topics: tuple[str, ...] = ev.EVENT_TOPICS,
+        window: int = 50_000,
+    ) -> None:
+        self.settings = settings
+        self.role = role
+        self.topics = [settings.topic(t) for t in topics]
+        self._listeners: list[Callable[[Record], None]] = []
+        self.state = ClusterState()
+        self.collections = {n: Collection(n, deque(maxlen=window)) for n in COLLECTIONS}
+        self.applied: dict[TopicPartition, int] = {}
+        self.ready = asyncio.Event()
+        self._progress = asyncio.Condition()
+
+    def objects(self, collection: str) -> dict[Any, Any]:
+        objects: dict[Any, Any] = getattr(self.state, _STATE_FIELD[collection])
+        return objects
+
+    def get(self, collection: str, key: Any) -> Any:
+        return self.objects(collection).get(key)
+
+    async def run(self) -> None:
+        follower = LogFollower(self.settings.kafka_bootstrap, self.topics, role=self.role)
+        tps = await follower.start()
+        try:
+            catch_up = await follower.end_offsets(tps)
+            self._check_ready(catch_up)
+            async for batch in follower.batches():
+                for bad in batch.malformed:
+                    # The projector's consumer group parks it on the dead-letter topic once;
+                    # every reader says so in its own log and metrics.
+                    log.warning(
+                        "%s skipped malformed record %s: %s", self.role, bad.position, bad.reason
+                    )
+                    MALFORMED.labels(self.role, bad.position.topic).inc()
+                for record in batch.records:
+                    self._apply(record)
+                for tp, nxt in batch.next_offsets.items():
+                    self.applied[tp] = nxt
+                if batch:
+                    async with self._progress:
+                        self._progress.notify_all()
+                self._check_ready(catch_up)
+        finally:
+            await follower.stop()
+
+    def _check_ready(self, catch_up: dict[TopicPartition, int]) -> None:
+        if not self.ready.is_set() and all(
+            self.applied.get(tp, 0) >= end for tp, end in catch_up.items()
+        ):
+            self.ready.set()
+            log.info("read model caught up with the log")
+
+    def on_apply(self, listener: Callable[[Record], None]) -> None:
+        """Call `listener` after each record is applied (e.g. to release a reservation)."""
+        self._listeners.append(listener)
+
+    def _apply(self, record: Record) -> None:
+        self._apply_record(record)
+        for listener in self._listeners:
+            listener(record)
+
+    def _apply_record(self, record: Record) -> None:
+        collection, key = locate(record)
+        objects = self.objects(collection)
+        before = objects.get(key)
+        self.state.apply(record)
+        self.state.touched.clear()
+        after = objects.get(key)
+        rv = resource_version(record.position)
+        if after is None and before is None:
+            return
+        if after is None:
+            snapshot = as_dict(before)
+            snapshot.setdefault("metadata", {})["resourceVersion"] = str(rv)
+            kind: WatchType = "DELETED"
+        else:
+            snapshot = as_dict(after)
+            kind = "ADDED" if before is None else "MODIFIED"
+        namespace = key[0] if isinstance(key, tuple) else None
+        self.collections[collection].publish(WatchEvent(kind, rv, namespace, snapshot))
+
+    async def wait_for(self, position: Position, within: float = 30.0) -> None:
+        """Return once the event at `position` is applied (read-your-writes)."""
+        tp = TopicPartition(position.topic, position.partition)
+        async with asyncio.timeout(within), self._progress:
+            await self._progress.wait_for(lambda: self.applied.get(tp, 0) > position.offset)

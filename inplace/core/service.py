@@ -1,0 +1,160 @@
+"""What every role process shares: /healthz, /readyz, /metrics, logging and clean shutdown.
+
+A role is a set of async loops plus optional HTTP routes; `RoleServer.run` serves them on one
+event loop until SIGTERM/SIGINT, then cancels the loops and exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+import uvicorn
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from inplace.core.bus.consumer import DeadLetters, EventConsumer, Record
+from inplace.core.bus.producer import EventProducer
+from inplace.core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Loop = Callable[[], Coroutine[Any, Any, None]]
+
+
+def configure_logging(level: str, role: str) -> None:
+    logging.basicConfig(
+        level=level.upper(),
+        format=f"%(asctime)s {role} %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("aiokafka").setLevel(logging.WARNING)
+
+
+class RoleServer:
+    def __init__(
+        self,
+        role: str,
+        *,
+        host: str,
+        port: int,
+        routes: Sequence[BaseRoute] = (),
+        ready: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.role = role
+        self.host = host
+        self.port = port
+        self._ready = ready
+        self._tasks: list[asyncio.Task[None]] = []
+        self.app = Starlette(
+            routes=[
+                Route("/healthz", self._healthz),
+                Route("/readyz", self._readyz),
+                Route("/metrics", self._metrics),
+                *routes,
+            ]
+        )
+
+    async def _healthz(self, request: Request) -> Response:
+        dead = [t.get_name() for t in self._tasks if t.done()]
+        if dead:
+            return JSONResponse({"status": "failed", "stopped": dead}, status_code=503)
+        return PlainTextResponse("ok")
+
+    async def _readyz(self, request: Request) -> Response:
+        if self._ready():
+            return PlainTextResponse("ok")
+        return PlainTextResponse("not ready", status_code=503)
+
+    async def _metrics(self, request: Request) -> Response:
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+    async def run(self, loops: dict[str, Loop]) -> None:
+        """Serve HTTP and run the loops until a signal; a loop that crashes stops the role."""
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        config = uvicorn.Config(
+            self.app, host=self.host, port=self.port, log_level="warning", lifespan="off"
+        )
+        server = uvicorn.Server(config)
+        server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        http = asyncio.create_task(server.serve(), name="http")
+        self._tasks = [asyncio.create_task(fn(), name=name) for name, fn in loops.items()]
+        log.info("%s serving on http://%s:%d", self.role, self.host, self.port)
+        waiter = asyncio.create_task(stop.wait(), name="signal")
+        done, _ = await asyncio.wait([waiter, http, *self._tasks], return_when="FIRST_COMPLETED")
+        failed = [t for t in done if t is not waiter and t.exception() is not None]
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        server.should_exit = True
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await http
+        waiter.cancel()
+        if failed:
+            exc = failed[0].exception()
+            raise RuntimeError(f"{self.role}: loop {failed[0].get_name()} failed: {exc}") from exc
+        log.info("%s stopped", self.role)
+
+
+Handler = Callable[[Record], Coroutine[Any, Any, None]]
+
+
+async def follow(
+    settings: Settings, *, role: str, topics: Sequence[str], handle: Handler, ready: list[bool]
+) -> None:
+    """Consume `topics` as consumer group `role`, hand each record to `handle`, commit after
+    each batch (at-least-once: handlers are idempotent, keyed by the causing event id)."""
+    producer = EventProducer(
+        settings.kafka_bootstrap, client_id=role, topic_prefix=settings.topic_prefix
+    )
+    await producer.start()
+    consumer = EventConsumer(
+        settings.kafka_bootstrap,
+        role=role,
+        topics=[settings.topic(t) for t in topics],
+        dead_letters=DeadLetters(producer, role),
+    )
+    await consumer.start()
+    ready[0] = True
+    try:
+        async for batch in consumer.batches():
+            for record in batch.records:
+                await handle(record)
+            if batch:
+                await consumer.commit()
+    finally:
+        ready[0] = False
+        await consumer.stop()
+        await producer.stop()
+
+
+async def _ignore(record: Record) -> None:
+    return None
+
+
+async def run_consumer_role(
+    settings: Settings,
+    *,
+    role: str,
+    topics: Sequence[str],
+    host: str,
+    port: int,
+    handle: Handler = _ignore,
+) -> None:
+    """A role that follows its input topics as a consumer group, with health and metrics."""
+    ready = [False]
+    server = RoleServer(role, host=host, port=port, ready=lambda: ready[0])
+    await server.run(
+        {"consume": lambda: follow(settings, role=role, topics=topics, handle=handle, ready=ready)}
+    )

@@ -1,0 +1,296 @@
+"""`inplace load --chaos`: SIGKILL a random role every few seconds, then judge consistency.
+
+Roles are found in /proc by their command line (`inplace.cli.main serve <role>`, or the
+`inplace serve <role>` script) *and* their environment: only processes started for this
+cluster (same INPLACE_KAFKA_BOOTSTRAP and INPLACE_TOPIC_PREFIX) are ever killed, so another
+cluster or test run on the machine is never touched. Whoever started the roles restarts them
+(`inplace up` supervises its children).
+
+The verdict: every injected resize reached a final state (cleared with actual == desired, or
+Deferred / Infeasible), no transition was lost or duplicated (per correlation id one proposal,
+at most one Allocated, each status at most once), and the live projection equals a rebuild of
+the log (`inplace.core.projection.replay.rebuild`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncpg
+import httpx
+
+from inplace.core.bus.consumer import LogReader
+from inplace.core.localinfra.ports import pid_alive
+from inplace.core.projection.replay import rebuild
+from inplace.core.settings import Settings
+from inplace.core.store.migrations import drop_schema
+from inplace.load.tracker import Trace, Tracker, projected_offsets
+
+DEFAULT_BOOTSTRAP = Settings.model_fields["kafka_bootstrap"].default
+
+
+class ChaosError(RuntimeError):
+    """Chaos cannot run (no role of this cluster found); one line."""
+
+
+@dataclass(frozen=True)
+class RolePid:
+    role: str
+    pid: int
+    port: int | None
+
+
+def _role_of(args: list[str]) -> tuple[str, int | None] | None:
+    """(role, --port) when `args` is `… inplace.cli.main serve ROLE …` or `…/inplace serve …`."""
+    for i, arg in enumerate(args[:-2]):
+        if (arg == "inplace.cli.main" or Path(arg).name == "inplace") and args[i + 1] == "serve":
+            port = None
+            if "--port" in args[i + 3 :]:
+                at = args.index("--port", i + 3)
+                if at + 1 < len(args) and args[at + 1].isdigit():
+                    port = int(args[at + 1])
+            return args[i + 2], port
+    return None
+
+
+def _environ(raw: bytes) -> dict[str, str]:
+    pairs = (item.decode(errors="replace").partition("=") for item in raw.split(b"\0") if item)
+    return {k: v for k, _, v in pairs}
+
+
+def find_roles(bootstrap: str, topic_prefix: str, *, proc: Path = Path("/proc")) -> list[RolePid]:
+    """Live role processes of the cluster at `bootstrap` with topic prefix `topic_prefix`."""
+    found: list[RolePid] = []
+    me = os.getpid()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            args = [
+                a.decode(errors="replace") for a in (entry / "cmdline").read_bytes().split(b"\0")
+            ]
+            role = _role_of(args)
+            if role is None:
+                continue
+            env = _environ((entry / "environ").read_bytes())
+        except OSError:
+            continue  # gone, or not ours to read
+        if env.get("INPLACE_KAFKA_BOOTSTRAP", DEFAULT_BOOTSTRAP) != bootstrap:
+            continue
+        if env.get("INPLACE_TOPIC_PREFIX", "") != topic_prefix:
+            continue
+        pid = int(entry.name)
+        if pid_alive(pid):
+            found.append(RolePid(role[0], pid, role[1]))
+    return sorted(found, key=lambda r: (r.role, r.pid))
+
+
+@dataclass(frozen=True)
+class Kill:
+    at: float
+    role: str
+    pid: int
+
+
+@dataclass
+class Chaos:
+    """Kills a random role of this cluster every `interval` seconds while `run` runs."""
+
+    bootstrap: str
+    topic_prefix: str
+    interval: float = 5.0
+    seed: int = 0
+    roles: tuple[str, ...] | None = None  # None: every role found
+    proc: Path = Path("/proc")
+    kills: list[Kill] = field(default_factory=list)
+    expected: dict[str, int | None] = field(default_factory=dict)  # role → port
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    def _candidates(self) -> list[RolePid]:
+        found = find_roles(self.bootstrap, self.topic_prefix, proc=self.proc)
+        return [r for r in found if self.roles is None or r.role in self.roles]
+
+    def discover(self) -> dict[str, int | None]:
+        found = self._candidates()
+        if not found:
+            raise ChaosError(
+                f"no role process of this cluster (bootstrap {self.bootstrap}, topic prefix "
+                f"{self.topic_prefix!r}) found in {self.proc}; is `inplace up` running?"
+            )
+        self.expected = {r.role: r.port for r in found}
+        return self.expected
+
+    async def run(self) -> None:
+        """SIGKILL one role every `interval` seconds until cancelled."""
+        if not self.expected:
+            self.discover()
+        while True:
+            await asyncio.sleep(self.interval)
+            candidates = self._candidates()
+            if not candidates:
+                continue  # every role restarting right now
+            # A random role among those killed least so far: every role gets its turn.
+            killed = Counter(k.role for k in self.kills)
+            fewest = min(killed[r.role] for r in candidates)
+            role = self._rng.choice(
+                sorted({r.role for r in candidates if killed[r.role] == fewest})
+            )
+            victim = self._rng.choice([r for r in candidates if r.role == role])
+            try:
+                os.kill(victim.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            self.kills.append(Kill(time.time(), victim.role, victim.pid))
+
+    async def wait_recovered(self, within: float = 120.0) -> list[str]:
+        """Wait until every role seen at the start runs again and answers /readyz; returns
+        the roles still missing when `within` ran out."""
+        deadline = time.monotonic() + within
+        async with httpx.AsyncClient(timeout=2.0) as client:
+            while True:
+                alive = {r.role: r for r in self._candidates()}
+                missing = []
+                for role, port in self.expected.items():
+                    if role not in alive:
+                        missing.append(role)
+                    elif port is not None:
+                        try:
+                            r = await client.get(f"http://127.0.0.1:{port}/readyz")
+                            if r.status_code != 200:
+                                missing.append(role)
+                        except httpx.HTTPError:
+                            missing.append(role)
+                if not missing or time.monotonic() > deadline:
+                    return missing
+                await asyncio.sleep(0.5)
+
+
+# --- the verdict ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+@dataclass
+class Verdict:
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "ok": self.ok,
+            "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in self.checks],
+        }
+
+
+def _few(traces: list[Trace]) -> str:
+    names = ", ".join(f"{t.correlation_id} ({t.pod})" for t in traces[:5])
+    more = f" and {len(traces) - 5} more" if len(traces) > 5 else ""
+    return f"{len(traces)}: {names}{more}"
+
+
+def log_checks(tracker: Tracker) -> list[Check]:
+    """What the log says about every resize of the run."""
+    traces = tracker.proposed()
+    pending = [t for t in traces if t.outcome in ("pending", "superseded")]
+    completed = [t for t in traces if t.outcome == "completed"]
+    waiting = [t for t in traces if t.outcome in ("deferred", "infeasible")]
+    mismatched = [t for t in completed if t.actual != t.desired or "actuated" not in t.times]
+    double_alloc = [t for t in traces if t.counts["allocated"] > 1]
+    statuses = ("proposed", "in_progress", "deferred", "infeasible", "cleared")
+    duplicated = [t for t in traces if any(t.counts[m] > 1 for m in statuses)]
+    alloc_waiting = [t for t in waiting if t.counts["allocated"]]
+    no_in_progress = sum(1 for t in completed if "in_progress" not in t.times)
+    checks = [
+        Check(
+            "every injected resize reached a final state",
+            not pending,
+            f"{len(traces)} injected, all final" if not pending else f"not final {_few(pending)}",
+        ),
+        Check(
+            "completed resizes: actual == desired",
+            not mismatched,
+            f"{len(completed)} completed" if not mismatched else _few(mismatched),
+        ),
+        Check(
+            "at most one Allocated per proposal",
+            not double_alloc and not alloc_waiting,
+            "ok" if not double_alloc and not alloc_waiting else _few(double_alloc + alloc_waiting),
+        ),
+        Check(
+            "no state transition duplicated",
+            not duplicated,
+            "ok" if not duplicated else _few(duplicated),
+        ),
+        Check(
+            "no state transition lost",
+            not [t for t in completed if "allocated" not in t.times],
+            f"{no_in_progress} completed without an InProgress status (a kubelet restart "
+            "between Allocated and InProgress goes straight to done)"
+            if no_in_progress
+            else "ok",
+        ),
+    ]
+    return checks
+
+
+async def wait_projector(settings: Settings, within: float = 120.0) -> bool:
+    """Until the projection's stored offsets reach the log's end on every partition."""
+    async with LogReader(settings.kafka_bootstrap, role="load-verify") as reader:
+        tps = await reader.partitions(settings.event_topics())
+        ends = await reader.end_offsets(tps)
+    target = {(tp.topic, tp.partition): off for tp, off in ends.items() if off > 0}
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            stored = await projected_offsets(settings)
+        except OSError:
+            stored = {}
+        if all(stored.get(k, 0) >= v for k, v in target.items()):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.5)
+
+
+async def projection_check(settings: Settings, run: str, within: float = 120.0) -> Check:
+    """Once the projector caught up, rebuild the log into a scratch schema and compare."""
+    name = "projections equal a rebuild"
+    if not await wait_projector(settings, within):
+        return Check(name, False, f"the projector did not catch up with the log in {within:.0f}s")
+    shadow = f"load_verify_{run.replace('-', '_')}"[:63]
+    report = await rebuild(
+        settings.postgres_dsn,
+        settings.kafka_bootstrap,
+        live_schema=settings.projection_schema,
+        shadow_schema=shadow,
+        topic_prefix=settings.topic_prefix,
+    )
+    conn = await asyncpg.connect(settings.postgres_dsn)
+    try:
+        await drop_schema(conn, shadow)
+    finally:
+        await conn.close()
+    same = report.live_checksum == report.rebuilt_checksum
+    detail = (
+        f"{report.events} events replayed in {report.seconds:.1f}s; checksum "
+        f"{report.rebuilt_checksum[:16]}… {'==' if same else '!='} live "
+        f"{(report.live_checksum or 'none')[:16]}…"
+    )
+    return Check(name, same, detail)

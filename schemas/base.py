@@ -1,0 +1,86 @@
+"""Base of every Kubernetes-shaped API object, and the metav1 time types.
+
+Kubernetes serializes its Go structs with camelCase JSON names (`nodeName`, `restartCount`), a few
+of which are not the plain camelCase of a Python name (`podIP`, `containerID`, `continue`); those
+fields carry an explicit alias. A strict kube-apiserver rejects unknown fields and values of the
+wrong JSON type (`"1"` for an int32, `"true"` for a bool), so the models do too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Annotated, Any, Self
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
+from pydantic.alias_generators import to_camel
+
+__all__ = ["K8sModel", "MicroTime", "Time", "format_micro_time", "format_time"]
+
+
+class K8sModel(BaseModel):
+    """Base for the k8s.io/api object models: camelCase JSON names, unknown fields rejected."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        # Go's encoding/json never coerces "1" into an int or "true" into a bool; neither do we.
+        strict=True,
+    )
+
+    def to_k8s(self) -> dict[str, Any]:
+        """The object as Kubernetes JSON: camelCase names, unset (None) fields omitted."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    @classmethod
+    def from_k8s(cls, data: Mapping[str, Any]) -> Self:
+        """Parse Kubernetes JSON (already decoded) into the model; raises ValidationError."""
+        return cls.model_validate(data)
+
+
+# RFC 3339 as Go's time.Parse(time.RFC3339, …) reads it: 'T', optional fraction, 'Z' or offset.
+_RFC3339 = re.compile(
+    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$",
+)
+
+
+def _to_utc(value: Any, *, keep_micros: bool) -> datetime:
+    if isinstance(value, str):
+        if not _RFC3339.match(value):
+            raise ValueError(f"time {value!r} is not RFC 3339 (e.g. 2024-01-01T00:00:00Z)")
+        # Python < 3.12 reads at most 6 fractional digits; Go writes up to 9.
+        parsed = datetime.fromisoformat(re.sub(r"\.(\d{6})\d+", r".\1", value))
+    elif isinstance(value, datetime):
+        parsed = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    else:
+        raise ValueError(f"time must be an RFC 3339 string, not {type(value).__name__}")
+    parsed = parsed.astimezone(UTC)
+    return parsed if keep_micros else parsed.replace(microsecond=0)
+
+
+def format_time(value: datetime) -> str:
+    """metav1.Time's wire form: UTC, whole seconds, `Z` (e.g. 2024-01-01T00:00:00Z)."""
+    return _to_utc(value, keep_micros=False).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_micro_time(value: datetime) -> str:
+    """metav1.MicroTime's wire form: UTC, six fractional digits, `Z`."""
+    return _to_utc(value, keep_micros=True).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# metav1.Time: the wire format has whole seconds, so the value is truncated on the way in; an
+# object then equals itself after a JSON round trip (which event replay depends on).
+Time = Annotated[
+    datetime,
+    BeforeValidator(lambda v: _to_utc(v, keep_micros=False)),
+    PlainSerializer(format_time, return_type=str, when_used="json"),
+]
+
+# metav1.MicroTime (Event.eventTime): same, with microseconds.
+MicroTime = Annotated[
+    datetime,
+    BeforeValidator(lambda v: _to_utc(v, keep_micros=True)),
+    PlainSerializer(format_micro_time, return_type=str, when_used="json"),
+]

@@ -1,0 +1,278 @@
+"""Every event payload on the log, grouped by topic (DESIGN.md §1).
+
+Topic → key (the ordering unit): `pods` → namespace/name, `nodes` → node name,
+`policy` → namespace, `k8s-events` → namespace/involved object name.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from schemas.envelope import EventPayload, PayloadModel
+from schemas.k8s import (
+    ContainerResizePolicy,
+    Event,
+    LimitRange,
+    Node,
+    NodeCondition,
+    Pod,
+    ResourceList,
+    ResourceQuota,
+    ResourceRequirements,
+)
+
+PODS = "pods"
+NODES = "nodes"
+POLICY = "policy"
+K8S_EVENTS = "k8s-events"
+DEAD_LETTER = "dead-letter"
+EVENT_TOPICS: tuple[str, ...] = (PODS, NODES, POLICY, K8S_EVENTS)
+
+ResizeStatus = Literal["Proposed", "InProgress", "Deferred", "Infeasible"]
+PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
+
+
+# --- pods -------------------------------------------------------------------------------------
+
+
+class PodEvent(EventPayload):
+    TOPIC: ClassVar[str] = PODS
+    namespace: str = Field(min_length=1, max_length=63)
+    name: str = Field(min_length=1, max_length=253)
+    uid: str = Field(min_length=1)
+
+    def partition_key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class PodCreated(PodEvent):
+    """A pod was accepted by the apiserver (defaults applied, status Pending)."""
+
+    TYPE: ClassVar[str] = "PodCreated"
+    pod: Pod
+
+
+class PodUpdated(PodEvent):
+    """A regular update the apiserver allowed (labels, annotations, container images);
+    resources change only through ResizeProposed."""
+
+    TYPE: ClassVar[str] = "PodUpdated"
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    images: dict[str, str] = Field(default_factory=dict)
+
+
+class ContainerResources(PayloadModel):
+    """Desired resources of one container in a resize (KEP-1287: spec is the desired state)."""
+
+    name: str = Field(min_length=1)
+    resources: ResourceRequirements
+    resize_policy: list[ContainerResizePolicy] | None = None
+
+
+class ResizeProposed(PodEvent):
+    """The desired resources changed through the `resize` subresource; newest desired wins."""
+
+    TYPE: ClassVar[str] = "ResizeProposed"
+    containers: list[ContainerResources] = Field(default_factory=list)
+    init_containers: list[ContainerResources] = Field(default_factory=list)
+
+
+class ResizeStatusChanged(PodEvent):
+    """status.resize moved: InProgress / Deferred / Infeasible, or cleared (None)."""
+
+    TYPE: ClassVar[str] = "ResizeStatusChanged"
+    # None clears status.resize; it must default (envelopes omit nulls on the wire).
+    resize: ResizeStatus | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
+class ContainerAllocation(PayloadModel):
+    """The kubelet's checkpoint per container: requests AND limits (actuation needs both);
+    the API shows the requests as containerStatuses[].allocatedResources."""
+
+    name: str = Field(min_length=1)
+    resources: ResourceRequirements
+
+
+class Allocated(PodEvent):
+    """The kubelet admitted a pod or a resize: the allocated checkpoint, per container."""
+
+    TYPE: ClassVar[str] = "Allocated"
+    node_name: str = Field(min_length=1)
+    containers: list[ContainerAllocation] = Field(default_factory=list)
+    init_containers: list[ContainerAllocation] = Field(default_factory=list)
+
+
+class ContainerActual(PayloadModel):
+    name: str = Field(min_length=1)
+    resources: ResourceRequirements
+
+
+class Actuated(PodEvent):
+    """Resources the runtime reports as applied (ContainerStatus.resources, KEP-2273)."""
+
+    TYPE: ClassVar[str] = "Actuated"
+    node_name: str = Field(min_length=1)
+    containers: list[ContainerActual] = Field(default_factory=list)
+    init_containers: list[ContainerActual] = Field(default_factory=list)
+
+
+class PodBound(PodEvent):
+    TYPE: ClassVar[str] = "PodBound"
+    node_name: str = Field(min_length=1)
+
+
+class PodUnschedulable(PodEvent):
+    """The scheduler found no node: PodScheduled=False with Kubernetes' reason text."""
+
+    TYPE: ClassVar[str] = "PodUnschedulable"
+    message: str
+
+
+class PodPhaseChanged(PodEvent):
+    TYPE: ClassVar[str] = "PodPhaseChanged"
+    phase: PodPhase
+    reason: str | None = None
+    message: str | None = None
+
+
+class ContainerRestarted(PodEvent):
+    TYPE: ClassVar[str] = "ContainerRestarted"
+    container: str = Field(min_length=1)
+    restart_count: int = Field(ge=0)
+    reason: str | None = None
+
+
+class PodEvicted(PodEvent):
+    TYPE: ClassVar[str] = "PodEvicted"
+    node_name: str = Field(min_length=1)
+    reason: str
+    message: str | None = None
+
+
+class PodDeleted(PodEvent):
+    TYPE: ClassVar[str] = "PodDeleted"
+
+
+# --- nodes ------------------------------------------------------------------------------------
+
+
+class NodeEvent(EventPayload):
+    TOPIC: ClassVar[str] = NODES
+    name: str = Field(min_length=1, max_length=253)
+
+    def partition_key(self) -> str:
+        return self.name
+
+
+class NodeRegistered(NodeEvent):
+    TYPE: ClassVar[str] = "NodeRegistered"
+    node: Node
+
+
+class NodeCapacityChanged(NodeEvent):
+    """KEP-3953: capacity changed on a live node; initialCapacity is never touched."""
+
+    TYPE: ClassVar[str] = "NodeCapacityChanged"
+    old_capacity: ResourceList
+    new_capacity: ResourceList
+    old_allocatable: ResourceList
+    new_allocatable: ResourceList
+
+
+class NodeConditionChanged(NodeEvent):
+    TYPE: ClassVar[str] = "NodeConditionChanged"
+    condition: NodeCondition
+
+
+class NodeResizeFailed(NodeEvent):
+    TYPE: ClassVar[str] = "NodeResizeFailed"
+    reason: str
+    message: str
+    attempt: int = Field(ge=1)
+
+
+class NodeDeleted(NodeEvent):
+    TYPE: ClassVar[str] = "NodeDeleted"
+
+
+# --- policy -----------------------------------------------------------------------------------
+
+
+class PolicyEvent(EventPayload):
+    TOPIC: ClassVar[str] = POLICY
+    namespace: str = Field(min_length=1, max_length=63)
+
+    def partition_key(self) -> str:
+        return self.namespace
+
+
+class NamespaceCreated(PolicyEvent):
+    TYPE: ClassVar[str] = "NamespaceCreated"
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class NamespaceDeleted(PolicyEvent):
+    TYPE: ClassVar[str] = "NamespaceDeleted"
+
+
+class ResourceQuotaCreated(PolicyEvent):
+    TYPE: ClassVar[str] = "ResourceQuotaCreated"
+    quota: ResourceQuota
+
+
+class ResourceQuotaUpdated(PolicyEvent):
+    TYPE: ClassVar[str] = "ResourceQuotaUpdated"
+    quota: ResourceQuota
+
+
+class ResourceQuotaDeleted(PolicyEvent):
+    TYPE: ClassVar[str] = "ResourceQuotaDeleted"
+    name: str = Field(min_length=1)
+
+
+class ResourceQuotaUsageChanged(PolicyEvent):
+    """The quota service's view of status.used (usage = max(spec, allocated), KEP-1287)."""
+
+    TYPE: ClassVar[str] = "ResourceQuotaUsageChanged"
+    name: str = Field(min_length=1)
+    used: ResourceList
+
+
+class LimitRangeCreated(PolicyEvent):
+    TYPE: ClassVar[str] = "LimitRangeCreated"
+    limit_range: LimitRange
+
+
+class LimitRangeUpdated(PolicyEvent):
+    TYPE: ClassVar[str] = "LimitRangeUpdated"
+    limit_range: LimitRange
+
+
+class LimitRangeDeleted(PolicyEvent):
+    TYPE: ClassVar[str] = "LimitRangeDeleted"
+    name: str = Field(min_length=1)
+
+
+# --- k8s-events -------------------------------------------------------------------------------
+
+
+class KubeEventRecorded(EventPayload):
+    """A Kubernetes Event object (Resizing, ResizeDeferred, FailedNodeResize, …)."""
+
+    TOPIC: ClassVar[str] = K8S_EVENTS
+    TYPE: ClassVar[str] = "KubeEventRecorded"
+    event: Event
+
+    def partition_key(self) -> str:
+        ns = self.event.metadata.namespace or "default"
+        return f"{ns}/{self.event.involved_object.name}"
+
+
+def event_types() -> dict[str, type[EventPayload]]:
+    """Every registered event type (the JSON Schema generator and docs walk this)."""
+    return dict(EventPayload.registry)

@@ -1,0 +1,334 @@
+"""Pure resource arithmetic over the core/v1 models, with Kubernetes' rules.
+
+- Effective pod requests/limits follow component-helpers `PodRequests`/`PodLimits` and the sidecar
+  KEP (753): init containers run one at a time, each alongside the sidecars started before it;
+  sidecars then keep running next to the regular containers.
+- QoS class follows pkg/apis/core/helper/qos `ComputePodQOS`.
+- In-place resize (KEP-1287): a pod's requests can come from its spec (desired), its
+  `allocatedResources` (admitted by the kubelet), its `status...resources` (actual), or the
+  per-container max of spec and allocated, which the scheduler and quota use while a resize is
+  pending so that a node or namespace is never overcommitted by an imminent resize.
+
+Every function returns a new ResourceList and never mutates its inputs; a result only has keys
+that appear in some input (no implicit zero `cpu`/`memory` entries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Literal
+
+from schemas.k8s import (
+    RESOURCE_CPU,
+    RESOURCE_MEMORY,
+    Container,
+    ContainerStatus,
+    Pod,
+    PodQOSClass,
+    ResourceList,
+    ResourceRequirements,
+)
+from schemas.quantity import ZERO, Quantity
+
+__all__ = [
+    "QOS_COMPUTE_RESOURCES",
+    "LimitSource",
+    "RequestSource",
+    "add",
+    "container_limits",
+    "container_requests",
+    "fits",
+    "is_sidecar",
+    "max_per_resource",
+    "pod_limits",
+    "pod_requests",
+    "qos_class",
+    "subtract",
+]
+
+RequestSource = Literal["spec", "allocated", "actual", "max"]
+LimitSource = Literal["spec", "actual", "max"]
+
+# Only these count towards the QoS class (hugepages, ephemeral-storage, extended resources don't).
+QOS_COMPUTE_RESOURCES: frozenset[str] = frozenset({RESOURCE_CPU, RESOURCE_MEMORY})
+
+
+# --- ResourceList arithmetic --------------------------------------------------------------------
+
+
+def add(a: Mapping[str, Quantity], b: Mapping[str, Quantity]) -> ResourceList:
+    """a + b per resource; a resource missing on one side counts as zero there."""
+    result: ResourceList = dict(a)
+    for name, quantity in b.items():
+        result[name] = result[name] + quantity if name in result else quantity
+    return result
+
+
+def subtract(a: Mapping[str, Quantity], b: Mapping[str, Quantity]) -> ResourceList:
+    """a - b per resource (may go negative); a resource only in b becomes -b."""
+    result: ResourceList = dict(a)
+    for name, quantity in b.items():
+        result[name] = (result[name] if name in result else ZERO) - quantity
+    return result
+
+
+def max_per_resource(a: Mapping[str, Quantity], b: Mapping[str, Quantity]) -> ResourceList:
+    """The larger of a and b per resource; a resource on one side only is taken as is."""
+    result: ResourceList = dict(a)
+    for name, quantity in b.items():
+        if name not in result or result[name] < quantity:
+            result[name] = quantity
+    return result
+
+
+def fits(request: Mapping[str, Quantity], available: Mapping[str, Quantity]) -> list[str]:
+    """Names (sorted) of the resources whose request exceeds what is available.
+
+    A resource the available list does not mention has none available (as the scheduler treats
+    an extended resource a node does not advertise); a zero request always fits.
+    """
+    return sorted(
+        name
+        for name, quantity in request.items()
+        if available.get(name, ZERO) < quantity and not quantity.is_zero()
+    )
+
+
+def _sum(lists: Iterable[Mapping[str, Quantity]]) -> ResourceList:
+    total: ResourceList = {}
+    for item in lists:
+        total = add(total, item)
+    return total
+
+
+# --- containers ---------------------------------------------------------------------------------
+
+
+def is_sidecar(container: Container) -> bool:
+    """True for a restartable init container (`restartPolicy: Always`), i.e. a sidecar.
+
+    Only meaningful for entries of `spec.initContainers`.
+    """
+    return container.restart_policy == "Always"
+
+
+def _defaulted_requests(resources: ResourceRequirements | None) -> ResourceList:
+    """Requests with API defaulting applied: a limit without a request defaults the request.
+
+    The apiserver does this (SetDefaults_Pod) before anything else sees the pod, so for a stored
+    pod this changes nothing; for a pod that skipped defaulting it gives the same answer.
+    """
+    if resources is None:
+        return {}
+    return {**(resources.limits or {}), **(resources.requests or {})}
+
+
+def container_requests(
+    container: Container, *, use_allocated: Mapping[str, Quantity] | None = None
+) -> ResourceList:
+    """Requests of one container from its spec (limits default missing requests).
+
+    With `use_allocated` (the container's `status.allocatedResources`), the per-resource max of
+    spec and allocated: KEP-1287's pessimistic rule while a resize may still be accepted.
+    """
+    requests = _defaulted_requests(container.resources)
+    if use_allocated is None:
+        return requests
+    return max_per_resource(requests, use_allocated)
+
+
+def container_limits(container: Container) -> ResourceList:
+    """Limits of one container from its spec (a copy)."""
+    return dict(container.resources.limits or {})
+
+
+def _statuses_by_name(pod: Pod) -> dict[str, ContainerStatus]:
+    statuses = [*(pod.status.init_container_statuses or []), *(pod.status.container_statuses or [])]
+    return {status.name: status for status in statuses}
+
+
+def _allocated(container: Container, status: ContainerStatus | None) -> ResourceList:
+    # No status yet (not admitted): the kubelet will allocate exactly the spec.
+    if status is not None and status.allocated_resources is not None:
+        return dict(status.allocated_resources)
+    return _defaulted_requests(container.resources)
+
+
+def _actual_requests(container: Container, status: ContainerStatus | None) -> ResourceList:
+    if status is not None and status.resources is not None:
+        if status.resources.requests is not None:
+            return dict(status.resources.requests)
+    return _allocated(container, status)
+
+
+def _actual_limits(container: Container, status: ContainerStatus | None) -> ResourceList:
+    if status is not None and status.resources is not None:
+        if status.resources.limits is not None:
+            return dict(status.resources.limits)
+    return container_limits(container)
+
+
+def _request_of(
+    pod: Pod, container: Container, status: ContainerStatus | None, source: RequestSource
+) -> ResourceList:
+    if source == "spec":
+        return container_requests(container)
+    if source == "allocated":
+        return _allocated(container, status)
+    if source == "actual":
+        return _actual_requests(container, status)
+    # "max": an Infeasible resize will never be applied, so only what is allocated counts.
+    if pod.status.resize == "Infeasible":
+        return _allocated(container, status)
+    return max_per_resource(container_requests(container), _allocated(container, status))
+
+
+def _limit_of(
+    pod: Pod, container: Container, status: ContainerStatus | None, source: LimitSource
+) -> ResourceList:
+    if source == "spec":
+        return container_limits(container)
+    if source == "actual" or pod.status.resize == "Infeasible":
+        return _actual_limits(container, status)
+    return max_per_resource(container_limits(container), _actual_limits(container, status))
+
+
+# --- pods ---------------------------------------------------------------------------------------
+
+
+def _aggregate(
+    pod: Pod, per_container: list[ResourceList], per_init: list[ResourceList]
+) -> ResourceList:
+    """max(regular containers + all sidecars, the peak of the init phase), per resource.
+
+    While the i-th init container runs, the sidecars declared before it are already running, so
+    the init phase needs, at its peak, max_i(init_i + sidecars before i); a sidecar's own
+    start counts as such a step (sidecars before it + itself).
+    """
+    total = _sum(per_container)
+    init_containers = pod.spec.init_containers or []
+    sidecars_so_far: ResourceList = {}
+    init_peak: ResourceList = {}
+    for container, resources in zip(init_containers, per_init, strict=True):
+        if is_sidecar(container):
+            total = add(total, resources)
+            sidecars_so_far = add(sidecars_so_far, resources)
+            step = sidecars_so_far
+        else:
+            step = add(resources, sidecars_so_far)
+        init_peak = max_per_resource(init_peak, step)
+    return max_per_resource(total, init_peak)
+
+
+def pod_requests(pod: Pod, *, source: RequestSource = "spec") -> ResourceList:
+    """Effective requests of a pod, plus `spec.overhead`, as Kubernetes schedules and admits it.
+
+    `source` picks each container's requests:
+    - "spec": `spec...resources.requests` (the desired state; limits default requests).
+    - "allocated": `status...allocatedResources`; spec for a container without one.
+    - "actual": `status...resources.requests`; else allocated; else spec.
+    - "max": per container, max(spec, allocated) (KEP-1287's scheduler and quota rule for a
+      pending resize); allocated alone when `status.resize` is Infeasible.
+    """
+    statuses = _statuses_by_name(pod)
+    per_container = [_request_of(pod, c, statuses.get(c.name), source) for c in pod.spec.containers]
+    per_init = [
+        _request_of(pod, c, statuses.get(c.name), source) for c in pod.spec.init_containers or []
+    ]
+    return add(_aggregate(pod, per_container, per_init), pod.spec.overhead or {})
+
+
+def pod_limits(pod: Pod, *, source: LimitSource = "spec") -> ResourceList:
+    """Effective limits of a pod, aggregated like requests; overhead added to non-zero limits.
+
+    A container without a limit for a resource is unbounded in it, which a sum cannot express;
+    like Kubernetes' PodLimits, the result only sums the limits that are set. `source` picks
+    each container's limits: "spec", "actual" (`status...resources.limits`, else spec) or "max"
+    of the two (actual alone when the resize is Infeasible).
+    """
+    statuses = _statuses_by_name(pod)
+    per_container = [_limit_of(pod, c, statuses.get(c.name), source) for c in pod.spec.containers]
+    per_init = [
+        _limit_of(pod, c, statuses.get(c.name), source) for c in pod.spec.init_containers or []
+    ]
+    limits = _aggregate(pod, per_container, per_init)
+    for name, quantity in (pod.spec.overhead or {}).items():
+        if name in limits and not limits[name].is_zero():
+            limits[name] = limits[name] + quantity
+    return limits
+
+
+# --- QoS ----------------------------------------------------------------------------------------
+
+
+def _qos_list(resources: Mapping[str, Quantity]) -> ResourceList:
+    """The QoS-relevant part of a list: cpu and memory, strictly positive."""
+    return {
+        name: quantity
+        for name, quantity in resources.items()
+        if name in QOS_COMPUTE_RESOURCES and ZERO < quantity
+    }
+
+
+def qos_class(pod: Pod) -> PodQOSClass:
+    """The pod's QoS class, computed as Kubernetes' ComputePodQOS does.
+
+    Over all containers and init containers (only cpu and memory, only values > 0):
+    - BestEffort: no requests and no limits at all.
+    - Guaranteed: every container has cpu and memory limits, and the summed requests equal
+      the summed limits for each resource (with limits defaulting missing requests, that means
+      requests == limits in each valid container, where requests never exceed limits).
+    - Burstable: anything else.
+    """
+    requests: ResourceList = {}
+    limits: ResourceList = {}
+    guaranteed = True
+    for container in [*pod.spec.containers, *(pod.spec.init_containers or [])]:
+        requests = add(requests, _qos_list(_defaulted_requests(container.resources)))
+        container_qos_limits = _qos_list(container.resources.limits or {})
+        limits = add(limits, container_qos_limits)
+        if not QOS_COMPUTE_RESOURCES <= container_qos_limits.keys():
+            guaranteed = False
+    if not requests and not limits:
+        return "BestEffort"
+    if guaranteed and requests.keys() == limits.keys():
+        if all(requests[name] == limits[name] for name in requests):
+            return "Guaranteed"
+    return "Burstable"
+
+
+# --- KEP-1287: what a pod holds on its node while a resize is pending ---------------------------
+
+
+def is_resize_infeasible(pod: Pod) -> bool:
+    """status.resize Infeasible (the KEP's field) or the newer PodResizePending condition."""
+    if pod.status.resize == "Infeasible":
+        return True
+    for condition in pod.status.conditions or []:
+        if condition.type == "PodResizePending":
+            return condition.reason == "Infeasible"
+    return False
+
+
+def granted_requests(status: ContainerStatus | None) -> ResourceList | None:
+    """What the node granted a container: max(allocatedResources, status...resources.requests);
+    None when the kubelet has reported neither (never admitted)."""
+    if status is None:
+        return None
+    allocated = status.allocated_resources
+    actual = status.resources.requests if status.resources is not None else None
+    if allocated is None and actual is None:
+        return None
+    return max_per_resource(allocated or {}, actual or {})
+
+
+def resize_aware_requests(
+    container: Container, status: ContainerStatus | None, infeasible: bool
+) -> ResourceList:
+    """KEP-1287 (scheduler and quota): max(spec, allocated, actual) per resource — a pending
+    resize is assumed to succeed — except when it is Infeasible: then only what is granted."""
+    spec = container_requests(container)
+    granted = granted_requests(status)
+    if granted is None:
+        return spec
+    return granted if infeasible else max_per_resource(spec, granted)

@@ -1,0 +1,87 @@
+"""Calls the quota service synchronously, like a validating/mutating admission webhook.
+
+failurePolicy is Fail: when the quota service cannot be reached the write is refused with
+Kubernetes' "failed calling webhook" InternalError, never silently admitted.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import uuid
+from typing import Any, Literal
+
+import httpx
+import jsonpatch
+from pydantic import ValidationError
+
+from schemas.admission import AdmissionRequest, AdmissionReview, GroupVersionKind
+from schemas.k8s import Pod
+from services.apiserver import errors
+
+log = logging.getLogger(__name__)
+WEBHOOK = "quota.inplace.io"
+
+
+class AdmissionClient:
+    def __init__(self, url: str | None, timeout_s: float = 10.0) -> None:
+        self.url = url.rstrip("/") if url else None
+        self._client = httpx.AsyncClient(timeout=timeout_s)
+        if not self.url:
+            log.warning("no quota admission URL: ResourceQuota/LimitRange are not enforced")
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+    async def admit_pod(
+        self,
+        operation: Literal["CREATE", "UPDATE"],
+        pod: Pod,
+        old: Pod | None = None,
+        sub_resource: str | None = None,
+    ) -> Pod:
+        """Allowed → the pod (with the webhook's JSON Patch applied); denied → ApiError."""
+        if not self.url:
+            return pod
+        obj = pod.to_k8s()
+        review = AdmissionReview(
+            request=AdmissionRequest(
+                uid=str(uuid.uuid4()),
+                kind=GroupVersionKind(kind="Pod"),
+                resource={"group": "", "version": "v1", "resource": "pods"},
+                sub_resource=sub_resource,
+                name=pod.metadata.name,
+                namespace=pod.metadata.namespace,
+                operation=operation,
+                object=obj,
+                old_object=old.to_k8s() if old else None,
+            )
+        )
+        try:
+            reply = await self._client.post(f"{self.url}/admit", json=review.to_k8s())
+            reply.raise_for_status()
+            answer = AdmissionReview.model_validate(reply.json()).response
+        except (httpx.HTTPError, ValueError, ValidationError) as exc:
+            raise errors.internal(f'failed calling webhook "{WEBHOOK}": {exc}') from None
+        if answer is None:
+            raise errors.internal(f'webhook "{WEBHOOK}" returned no response')
+        if not answer.allowed:
+            status = answer.status
+            message = status.message if status and status.message else "denied"
+            code = status.code if status and status.code else 403
+            if code == 403:
+                raise errors.forbidden(message, kind="pods", name=pod.metadata.name)
+            raise errors.ApiError(status) if status else errors.forbidden(message)
+        if answer.patch:
+            return Pod.model_validate(_apply(obj, answer.patch))
+        return pod
+
+
+def _apply(obj: dict[str, Any], patch_b64: str) -> dict[str, Any]:
+    try:
+        ops = json.loads(base64.b64decode(patch_b64))
+        patched: dict[str, Any] = jsonpatch.apply_patch(obj, ops)
+        return patched
+    except (ValueError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
+        raise errors.internal(f'webhook "{WEBHOOK}" returned an invalid patch: {exc}') from None

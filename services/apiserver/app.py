@@ -1,0 +1,144 @@
+"""The apiserver's routes, and errors turned into Kubernetes `Status` bodies."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from services.apiserver import discovery, errors
+from services.apiserver.objects import KINDS, ObjectHandlers
+from services.apiserver.pods import PodHandlers
+
+log = logging.getLogger(__name__)
+Handler = Callable[[Request], Awaitable[Response]]
+
+CLUSTER_SCOPED = ("nodes", "namespaces")
+NAMESPACED = ("resourcequotas", "limitranges", "events")
+
+
+def _only(resources: tuple[str, ...], handler: Handler) -> Handler:
+    async def guarded(request: Request) -> Response:
+        if request.path_params["resource"] not in resources:
+            raise errors.path_not_found(request.url.path)
+        return await handler(request)
+
+    return guarded
+
+
+def build_app(pods: PodHandlers, objects: ObjectHandlers, server_address: str) -> Starlette:
+    async def version(request: Request) -> Response:
+        return JSONResponse(discovery.version())
+
+    async def api(request: Request) -> Response:
+        return JSONResponse(discovery.api_versions(server_address))
+
+    async def api_v1(request: Request) -> Response:
+        return JSONResponse(discovery.api_v1())
+
+    async def apis(request: Request) -> Response:
+        return JSONResponse(discovery.apis())
+
+    ns_pods = "/api/v1/namespaces/{namespace}/pods"
+    routes = [
+        Route("/version", version),
+        Route("/api", api),
+        Route("/api/v1", api_v1),
+        Route("/apis", apis),
+        Route("/api/v1/pods", pods.list),
+        Route(ns_pods, pods.list, methods=["GET"]),
+        Route(ns_pods, pods.create, methods=["POST"]),
+        Route(ns_pods + "/{name}", pods.get, methods=["GET"]),
+        Route(ns_pods + "/{name}", pods.update, methods=["PUT", "PATCH"]),
+        Route(ns_pods + "/{name}", pods.delete, methods=["DELETE"]),
+        Route(ns_pods + "/{name}/status", pods.status, methods=["GET"]),
+        Route(ns_pods + "/{name}/resize", pods.resize, methods=["GET", "PUT", "PATCH"]),
+        Route("/api/v1/nodes/{name}/status", _status_of("nodes", objects), methods=["GET"]),
+        Route(
+            "/api/v1/namespaces/{namespace}/resourcequotas/{name}/status",
+            _status_of("resourcequotas", objects),
+            methods=["GET"],
+        ),
+        Route(
+            "/api/v1/{resource}", _only(CLUSTER_SCOPED + NAMESPACED, objects.list), methods=["GET"]
+        ),
+        Route("/api/v1/{resource}", _only(CLUSTER_SCOPED, objects.create), methods=["POST"]),
+        Route("/api/v1/{resource}/{name}", _only(CLUSTER_SCOPED, objects.get), methods=["GET"]),
+        Route("/api/v1/{resource}/{name}", _only(CLUSTER_SCOPED, objects.replace), methods=["PUT"]),
+        Route(
+            "/api/v1/{resource}/{name}", _only(CLUSTER_SCOPED, objects.delete), methods=["DELETE"]
+        ),
+        Route(
+            "/api/v1/namespaces/{namespace}/{resource}",
+            _only(NAMESPACED, objects.list),
+            methods=["GET"],
+        ),
+        Route(
+            "/api/v1/namespaces/{namespace}/{resource}",
+            _only(NAMESPACED, objects.create),
+            methods=["POST"],
+        ),
+        Route(
+            "/api/v1/namespaces/{namespace}/{resource}/{name}",
+            _only(NAMESPACED, objects.get),
+            methods=["GET"],
+        ),
+        Route(
+            "/api/v1/namespaces/{namespace}/{resource}/{name}",
+            _only(NAMESPACED, objects.replace),
+            methods=["PUT"],
+        ),
+        Route(
+            "/api/v1/namespaces/{namespace}/{resource}/{name}",
+            _only(NAMESPACED, objects.delete),
+            methods=["DELETE"],
+        ),
+    ]
+    return Starlette(
+        routes=routes,
+        exception_handlers={
+            errors.ApiError: _api_error,
+            HTTPException: _http_error,
+            Exception: _unexpected,
+        },
+    )
+
+
+def _status_of(resource: str, objects: ObjectHandlers) -> Handler:
+    async def handler(request: Request) -> Response:
+        request.path_params["resource"] = resource
+        return await objects.get(request)
+
+    return handler
+
+
+def _respond(error: errors.ApiError) -> Response:
+    return JSONResponse(error.status.to_k8s(), status_code=error.code)
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, errors.ApiError)
+    return _respond(exc)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return _respond(errors.path_not_found(request.url.path))
+    if exc.status_code == 405:
+        return _respond(errors.method_not_allowed())
+    return _respond(errors.bad_request(str(exc.detail)))
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    # Never a stack trace to the client; the log keeps it for the operator.
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return _respond(errors.internal("an unexpected error; see the apiserver log"))
+
+
+assert set(KINDS) == set(CLUSTER_SCOPED + NAMESPACED)

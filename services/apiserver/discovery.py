@@ -1,0 +1,126 @@
+"""Discovery documents: /version, /api, /api/v1, /apis (what clients read first)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+KUBE_VERSION = {"major": "1", "minor": "33"}
+
+_RW = ["create", "delete", "get", "list", "patch", "update", "watch"]
+_READ = ["get", "list", "watch"]
+
+RESOURCES: list[dict[str, Any]] = [
+    {
+        "name": "pods",
+        "singularName": "pod",
+        "namespaced": True,
+        "kind": "Pod",
+        "verbs": ["create", "delete", "get", "list", "watch"],
+        "shortNames": ["po"],
+        "categories": ["all"],
+    },
+    {
+        "name": "pods/status",
+        "singularName": "",
+        "namespaced": True,
+        "kind": "Pod",
+        "verbs": ["get"],
+    },
+    {
+        "name": "pods/resize",
+        "singularName": "",
+        "namespaced": True,
+        "kind": "Pod",
+        "verbs": ["get", "patch", "update"],
+    },
+    {
+        "name": "nodes",
+        "singularName": "node",
+        "namespaced": False,
+        "kind": "Node",
+        "verbs": ["create", "get", "list", "watch"],
+        "shortNames": ["no"],
+    },
+    {
+        "name": "nodes/status",
+        "singularName": "",
+        "namespaced": False,
+        "kind": "Node",
+        "verbs": ["get"],
+    },
+    {
+        "name": "namespaces",
+        "singularName": "namespace",
+        "namespaced": False,
+        "kind": "Namespace",
+        "verbs": ["create", "delete", "get", "list", "watch"],
+        "shortNames": ["ns"],
+    },
+    {
+        "name": "resourcequotas",
+        "singularName": "resourcequota",
+        "namespaced": True,
+        "kind": "ResourceQuota",
+        "verbs": _RW,
+        "shortNames": ["quota"],
+    },
+    {
+        "name": "resourcequotas/status",
+        "singularName": "",
+        "namespaced": True,
+        "kind": "ResourceQuota",
+        "verbs": ["get"],
+    },
+    {
+        "name": "limitranges",
+        "singularName": "limitrange",
+        "namespaced": True,
+        "kind": "LimitRange",
+        "verbs": _RW,
+        "shortNames": ["limits"],
+    },
+    {
+        "name": "events",
+        "singularName": "event",
+        "namespaced": True,
+        "kind": "Event",
+        "verbs": ["create", "get", "list", "watch"],
+        "shortNames": ["ev"],
+    },
+]
+
+
+def version() -> dict[str, Any]:
+    return {
+        **KUBE_VERSION,
+        "gitVersion": "v1.33.0-inplace",
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "python",
+        "compiler": "cpython",
+        "platform": "linux/amd64",
+    }
+
+
+def api_versions(server_address: str) -> dict[str, Any]:
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}
+        ],
+    }
+
+
+def api_v1() -> dict[str, Any]:
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": "v1",
+        "resources": RESOURCES,
+    }
+
+
+def apis() -> dict[str, Any]:
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}

@@ -1,0 +1,131 @@
+"""Kubernetes `Status` error bodies, and the exception that carries one to the client."""
+
+from __future__ import annotations
+
+from schemas.k8s import Status, StatusCause, StatusDetails
+
+
+class ApiError(Exception):
+    """Raised anywhere in a request; the app turns it into its Status body and code."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message)
+        self.status = status
+
+    @property
+    def code(self) -> int:
+        return self.status.code or 500
+
+
+def _status(
+    code: int,
+    reason: str,
+    message: str,
+    *,
+    kind: str | None = None,
+    name: str | None = None,
+    group: str | None = None,
+    causes: list[StatusCause] | None = None,
+    retry_after: int | None = None,
+) -> ApiError:
+    details = None
+    if kind or name or causes or retry_after:
+        details = StatusDetails(
+            name=name,
+            kind=kind,
+            group=group,
+            causes=causes,
+            retry_after_seconds=retry_after,
+        )
+    return ApiError(
+        Status(status="Failure", message=message, reason=reason, details=details, code=code)
+    )
+
+
+def resource_name(kind: str) -> str:
+    """Kubernetes names the resource (plural, lowercase) in its messages: pods "web"."""
+    plurals = {
+        "Pod": "pods",
+        "Node": "nodes",
+        "Namespace": "namespaces",
+        "Event": "events",
+        "ResourceQuota": "resourcequotas",
+        "LimitRange": "limitranges",
+    }
+    return plurals.get(kind, kind.lower() + "s")
+
+
+def not_found(kind: str, name: str) -> ApiError:
+    plural = resource_name(kind)
+    return _status(404, "NotFound", f'{plural} "{name}" not found', kind=plural, name=name)
+
+
+def already_exists(kind: str, name: str) -> ApiError:
+    plural = resource_name(kind)
+    return _status(
+        409, "AlreadyExists", f'{plural} "{name}" already exists', kind=plural, name=name
+    )
+
+
+def conflict(kind: str, name: str, why: str) -> ApiError:
+    plural = resource_name(kind)
+    return _status(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {plural} "{name}": {why}',
+        kind=plural,
+        name=name,
+    )
+
+
+def stale(kind: str, name: str) -> ApiError:
+    return conflict(
+        kind,
+        name,
+        "the object has been modified; please apply your changes to the latest version "
+        "and try again",
+    )
+
+
+def bad_request(message: str) -> ApiError:
+    return _status(400, "BadRequest", message)
+
+
+def forbidden(message: str, *, kind: str | None = None, name: str | None = None) -> ApiError:
+    return _status(403, "Forbidden", message, kind=kind, name=name)
+
+
+def gone(message: str) -> ApiError:
+    return _status(410, "Expired", message)
+
+
+def method_not_allowed(
+    message: str = "the server does not allow this method on the requested resource",
+) -> ApiError:
+    return _status(405, "MethodNotAllowed", message)
+
+
+def unsupported_media_type(message: str) -> ApiError:
+    return _status(415, "UnsupportedMediaType", message)
+
+
+def too_large(limit: int) -> ApiError:
+    return _status(
+        413, "RequestEntityTooLarge", f"the request body is larger than the {limit} byte limit"
+    )
+
+
+def not_acceptable(message: str) -> ApiError:
+    return _status(406, "NotAcceptable", message)
+
+
+def timeout(message: str) -> ApiError:
+    return _status(504, "Timeout", message, retry_after=1)
+
+
+def internal(message: str) -> ApiError:
+    return _status(500, "InternalError", f"Internal error occurred: {message}")
+
+
+def path_not_found(path: str) -> ApiError:
+    return _status(404, "NotFound", f"the server could not find the requested resource ({path})")

@@ -1,0 +1,172 @@
+"""Request/response plumbing shared by every handler: bodies, decoding, lists and watches."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from inplace.core.readmodel import Collection, TooOld, WatchEvent
+from services.apiserver import errors
+from services.apiserver.selectors import field_matcher, label_matcher
+
+MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's default request size limit
+M = TypeVar("M", bound=BaseModel)
+
+
+def ok(body: dict[str, Any], code: int = 200) -> Response:
+    return JSONResponse(body, status_code=code)
+
+
+async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise errors.too_large(limit)
+    chunks, size = [], 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise errors.too_large(limit)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise errors.bad_request("the client closed the connection") from None
+    return b"".join(chunks)
+
+
+def parse_json(body: bytes) -> Any:
+    if not body.strip():
+        raise errors.bad_request("the request body is empty")
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
+
+
+def decode(model: type[M], data: Any, kind: str) -> M:
+    """Strict decoding like kube-apiserver: unknown fields and wrong types are 400s."""
+    if not isinstance(data, dict):
+        raise errors.bad_request(
+            f'{kind} in version "v1" cannot be handled as a {kind}: the body must be a JSON object'
+        )
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        if first["type"] == "extra_forbidden":
+            detail = f'strict decoding error: unknown field "{where}"'
+        else:
+            detail = f"{where}: {first['msg']}" if where else first["msg"]
+        raise errors.bad_request(
+            f'{kind} in version "v1" cannot be handled as a {kind}: {detail}'
+        ) from None
+
+
+def check_kind(data: Any, kind: str) -> None:
+    if isinstance(data, dict):
+        if data.get("kind") not in (None, kind):
+            raise errors.bad_request(
+                f'{kind} in version "v1" cannot be handled as a {kind}: '
+                f"kind {data.get('kind')!r} does not match"
+            )
+        if data.get("apiVersion") not in (None, "v1"):
+            raise errors.bad_request(
+                f"the API version in the data ({data.get('apiVersion')}) does not match the "
+                "expected API version (v1)"
+            )
+
+
+def query_int(request: Request, name: str) -> int | None:
+    value = request.query_params.get(name)
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise errors.bad_request(f"{name} must be an integer, not {value!r}") from None
+
+
+def matcher(request: Request, namespace: str | None) -> Callable[[dict[str, Any]], bool]:
+    labels = label_matcher(request.query_params.get("labelSelector"))
+    fields = field_matcher(request.query_params.get("fieldSelector"))
+
+    def match(obj: dict[str, Any]) -> bool:
+        if namespace is not None and obj.get("metadata", {}).get("namespace") != namespace:
+            return False
+        return labels(obj) and fields(obj)
+
+    return match
+
+
+def list_or_watch(
+    request: Request,
+    collection: Collection,
+    objects: list[dict[str, Any]],
+    list_kind: str,
+    namespace: str | None,
+) -> Response:
+    match = matcher(request, namespace)
+    if request.query_params.get("watch") in ("true", "1"):
+        return watch(request, collection, objects, match)
+    items = [o for o in objects if match(o)]
+    return ok(
+        {
+            "kind": list_kind,
+            "apiVersion": "v1",
+            "metadata": {"resourceVersion": str(collection.last)},
+            "items": items,
+        }
+    )
+
+
+def watch(
+    request: Request,
+    collection: Collection,
+    current: list[dict[str, Any]],
+    match: Callable[[dict[str, Any]], bool],
+) -> Response:
+    """Newline-delimited watch events; resume from resourceVersion or start with ADDED for
+    every current object (rv unset or "0"), like kube-apiserver."""
+    rv_text = request.query_params.get("resourceVersion") or "0"
+    try:
+        rv = int(rv_text)
+    except ValueError:
+        raise errors.bad_request(f"invalid resourceVersion {rv_text!r}") from None
+    timeout_s = query_int(request, "timeoutSeconds") or 1800
+    queue = collection.subscribe()  # before the snapshot: nothing slips in between
+    try:
+        backlog = (
+            [WatchEvent("ADDED", 0, None, o) for o in current] if rv == 0 else collection.since(rv)
+        )
+    except TooOld as exc:
+        collection.unsubscribe(queue)
+        raise errors.gone(str(exc)) from None
+
+    async def stream() -> AsyncIterator[bytes]:
+        try:
+            for event in backlog:
+                if match(event.object):
+                    yield _line(event)
+            async with asyncio.timeout(timeout_s):
+                while True:
+                    event = await queue.get()
+                    if event is None:
+                        return
+                    if match(event.object):
+                        yield _line(event)
+        except TimeoutError:
+            return
+        finally:
+            collection.unsubscribe(queue)
+
+    return StreamingResponse(stream(), media_type="application/json")
+
+
+def _line(event: WatchEvent) -> bytes:
+    return json.dumps({"type": event.type, "object": event.object}).encode() + b"\n"

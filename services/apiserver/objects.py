@@ -1,0 +1,241 @@
+"""Nodes, namespaces, resourcequotas, limitranges and events: one generic handler, a table
+of what each kind is (model, list kind, which event each write becomes)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+from starlette.requests import Request
+from starlette.responses import Response
+
+from inplace.core.readmodel import ReadModel
+from schemas import events as ev
+from schemas.envelope import EventPayload
+from schemas.k8s import Event, LimitRange, Node, ObjectMeta, ResourceQuota
+from services.apiserver import errors
+from services.apiserver.fielderrors import FieldError, invalid_status
+from services.apiserver.http import check_kind, decode, list_or_watch, ok, parse_json, read_body
+from services.apiserver.writer import Writer
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+class NamespaceObject(BaseModel):
+    """The few Namespace fields clients send (metadata only)."""
+
+    model_config = {"extra": "ignore"}
+    metadata: ObjectMeta
+
+
+@dataclass(frozen=True)
+class Kind:
+    kind: str
+    collection: str
+    list_kind: str
+    model: type[BaseModel]
+    namespaced: bool
+    created: Callable[[str, Any], EventPayload]
+    updated: Callable[[str, Any], EventPayload] | None = None
+    deleted: Callable[[str, str], EventPayload] | None = None
+
+
+KINDS: dict[str, Kind] = {
+    "nodes": Kind(
+        "Node",
+        "nodes",
+        "NodeList",
+        Node,
+        False,
+        created=lambda ns, o: ev.NodeRegistered(name=o.metadata.name, node=o),
+        deleted=lambda ns, name: ev.NodeDeleted(name=name),
+    ),
+    "namespaces": Kind(
+        "Namespace",
+        "namespaces",
+        "NamespaceList",
+        NamespaceObject,
+        False,
+        created=lambda ns, o: ev.NamespaceCreated(
+            namespace=o.metadata.name, labels=o.metadata.labels or {}
+        ),
+        deleted=lambda ns, name: ev.NamespaceDeleted(namespace=name),
+    ),
+    "resourcequotas": Kind(
+        "ResourceQuota",
+        "resourcequotas",
+        "ResourceQuotaList",
+        ResourceQuota,
+        True,
+        created=lambda ns, o: ev.ResourceQuotaCreated(namespace=ns, quota=o),
+        updated=lambda ns, o: ev.ResourceQuotaUpdated(namespace=ns, quota=o),
+        deleted=lambda ns, name: ev.ResourceQuotaDeleted(namespace=ns, name=name),
+    ),
+    "limitranges": Kind(
+        "LimitRange",
+        "limitranges",
+        "LimitRangeList",
+        LimitRange,
+        True,
+        created=lambda ns, o: ev.LimitRangeCreated(namespace=ns, limit_range=o),
+        updated=lambda ns, o: ev.LimitRangeUpdated(namespace=ns, limit_range=o),
+        deleted=lambda ns, name: ev.LimitRangeDeleted(namespace=ns, name=name),
+    ),
+    "events": Kind(
+        "Event",
+        "events",
+        "EventList",
+        Event,
+        True,
+        created=lambda ns, o: ev.KubeEventRecorded(event=o),
+    ),
+}
+
+
+class ObjectHandlers:
+    def __init__(self, model: ReadModel, writer: Writer) -> None:
+        self.model = model
+        self.writer = writer
+
+    def _kind(self, request: Request) -> Kind:
+        return KINDS[request.path_params["resource"]]
+
+    @staticmethod
+    def _key(kind: Kind, namespace: str | None, name: str) -> Any:
+        return (namespace, name) if kind.namespaced else name
+
+    def _get(self, kind: Kind, namespace: str | None, name: str) -> dict[str, Any]:
+        obj = self.model.get(kind.collection, self._key(kind, namespace, name))
+        if obj is None:
+            raise errors.not_found(kind.kind, name)
+        return obj if isinstance(obj, dict) else obj.to_k8s()
+
+    async def list(self, request: Request) -> Response:
+        kind = self._kind(request)
+        namespace = request.path_params.get("namespace")
+        items = sorted(self.model.objects(kind.collection).items())
+        objects = [
+            o if isinstance(o, dict) else o.to_k8s()
+            for k, o in items
+            if namespace is None or (isinstance(k, tuple) and k[0] == namespace)
+        ]
+        return list_or_watch(
+            request,
+            self.model.collections[kind.collection],
+            objects,
+            kind.list_kind,
+            namespace if kind.namespaced else None,
+        )
+
+    async def get(self, request: Request) -> Response:
+        kind = self._kind(request)
+        return ok(
+            self._get(kind, request.path_params.get("namespace"), request.path_params["name"])
+        )
+
+    async def create(self, request: Request) -> Response:
+        kind = self._kind(request)
+        namespace = request.path_params.get("namespace")
+        data = parse_json(await read_body(request))
+        check_kind(data, kind.kind)
+        obj = decode(kind.model, data, kind.kind)
+        meta: ObjectMeta = obj.metadata  # type: ignore[attr-defined]
+        if kind.namespaced:
+            if meta.namespace not in (None, namespace):
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match "
+                    "the namespace sent on the request"
+                )
+            meta.namespace = namespace
+            if self.model.get("namespaces", namespace) is None:
+                raise errors.not_found("Namespace", namespace or "")
+        if not meta.name and meta.generate_name:
+            meta.name = meta.generate_name + uuid.uuid4().hex[:5]
+        name = meta.name or ""
+        _validate_name(kind, name)
+        meta.uid = str(uuid.uuid4())
+        meta.resource_version = None
+        key = self._key(kind, namespace, name)
+        async with self.writer.lock((kind.collection, key)):
+            if self.model.get(kind.collection, key) is not None:
+                raise errors.already_exists(kind.kind, name)
+            await self.writer.commit(kind.created(namespace or "", obj))
+        return ok(self._get(kind, namespace, name), 201)
+
+    async def replace(self, request: Request) -> Response:
+        kind = self._kind(request)
+        if kind.updated is None:
+            raise errors.method_not_allowed()
+        namespace, name = request.path_params.get("namespace"), request.path_params["name"]
+        data = parse_json(await read_body(request))
+        check_kind(data, kind.kind)
+        obj = decode(kind.model, data, kind.kind)
+        meta: ObjectMeta = obj.metadata  # type: ignore[attr-defined]
+        async with self.writer.lock((kind.collection, self._key(kind, namespace, name))):
+            current = self._get(kind, namespace, name)
+            if meta.name != name or meta.namespace not in (None, namespace):
+                raise errors.bad_request(
+                    "the name or namespace of the object does not match the request"
+                )
+            rv = meta.resource_version
+            if not rv:
+                raise errors.ApiError(
+                    invalid_status(
+                        kind.kind,
+                        name,
+                        [
+                            FieldError(
+                                type="FieldValueInvalid",
+                                field="metadata.resourceVersion",
+                                bad_value="",
+                                detail="must be specified for an update",
+                            )
+                        ],
+                    )
+                )
+            if rv != current["metadata"].get("resourceVersion"):
+                raise errors.stale(kind.kind, name)
+            meta.namespace = namespace
+            meta.uid = current["metadata"].get("uid")
+            await self.writer.commit(kind.updated(namespace or "", obj))
+        return ok(self._get(kind, namespace, name))
+
+    async def delete(self, request: Request) -> Response:
+        kind = self._kind(request)
+        if kind.deleted is None:
+            raise errors.method_not_allowed()
+        namespace, name = request.path_params.get("namespace"), request.path_params["name"]
+        async with self.writer.lock((kind.collection, self._key(kind, namespace, name))):
+            final = self._get(kind, namespace, name)
+            await self.writer.commit(kind.deleted(namespace or "", name))
+        return ok(final)
+
+
+def _validate_name(kind: Kind, name: str) -> None:
+    problems = []
+    if not name:
+        problems.append(
+            FieldError(
+                type="FieldValueRequired",
+                field="metadata.name",
+                bad_value="",
+                detail="name or generateName is required",
+            )
+        )
+    elif len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+        problems.append(
+            FieldError(
+                type="FieldValueInvalid",
+                field="metadata.name",
+                bad_value=name,
+                detail="a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                "characters, '-' or '.', and must start and end with an alphanumeric "
+                "character",
+            )
+        )
+    if problems:
+        raise errors.ApiError(invalid_status(kind.kind, name, problems))

@@ -1,0 +1,245 @@
+"""Pods: create, get, list/watch, delete, update, and the `resize` subresource (KEP-1287)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from inplace.core.readmodel import ReadModel
+from schemas import events as ev
+from schemas.k8s import Pod
+from schemas.resources import is_sidecar, qos_class
+from services.apiserver import errors
+from services.apiserver.admission import AdmissionClient
+from services.apiserver.fielderrors import invalid_status
+from services.apiserver.http import check_kind, decode, list_or_watch, ok, parse_json, read_body
+from services.apiserver.patching import PatchError, apply_patch
+from services.apiserver.validation import (
+    default_pod,
+    resize_changes_other_fields,
+    resize_view,
+    validate_pod_create,
+    validate_pod_resize,
+    validate_pod_update,
+)
+from services.apiserver.writer import Writer
+
+KIND = "Pod"
+
+
+class PodHandlers:
+    def __init__(self, model: ReadModel, writer: Writer, admission: AdmissionClient) -> None:
+        self.model = model
+        self.writer = writer
+        self.admission = admission
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def _pod(self, namespace: str, name: str) -> Pod:
+        pod = self.model.get("pods", (namespace, name))
+        if pod is None:
+            raise errors.not_found(KIND, name)
+        return pod
+
+    def _require_namespace(self, namespace: str) -> None:
+        if self.model.get("namespaces", namespace) is None:
+            raise errors.not_found("Namespace", namespace)
+
+    def _current(self, namespace: str, name: str) -> Response:
+        return ok(self._pod(namespace, name).to_k8s())
+
+    @staticmethod
+    def _correlation(request: Request) -> str | None:
+        return request.headers.get("x-correlation-id") or None
+
+    # --- collection -------------------------------------------------------------------------
+
+    async def list(self, request: Request) -> Response:
+        namespace = request.path_params.get("namespace")
+        pods = sorted(self.model.objects("pods").items())
+        objects = [p.to_k8s() for key, p in pods if namespace is None or key[0] == namespace]
+        return list_or_watch(request, self.model.collections["pods"], objects, "PodList", namespace)
+
+    async def create(self, request: Request) -> Response:
+        namespace = request.path_params["namespace"]
+        data = parse_json(await read_body(request))
+        check_kind(data, KIND)
+        pod = decode(Pod, data, KIND)
+        if pod.metadata.namespace not in (None, namespace):
+            raise errors.bad_request(
+                "the namespace of the provided object does not match "
+                "the namespace sent on the request"
+            )
+        pod.metadata.namespace = namespace
+        if not pod.metadata.name and pod.metadata.generate_name:
+            pod.metadata.name = pod.metadata.generate_name + uuid.uuid4().hex[:5]
+        pod.metadata.uid = str(uuid.uuid4())
+        pod.metadata.resource_version = None
+        pod.metadata.creation_timestamp = None
+        pod.status = Pod().status  # status is the kubelet's, never the creator's
+        pod = default_pod(pod)
+        problems = validate_pod_create(pod)
+        if problems:
+            raise errors.ApiError(invalid_status(KIND, pod.metadata.name or "", problems))
+        self._require_namespace(namespace)
+        name = pod.metadata.name or ""
+        async with self.writer.lock(("pods", namespace, name)):
+            if self.model.get("pods", (namespace, name)) is not None:
+                raise errors.already_exists(KIND, name)
+            pod = await self.admission.admit_pod("CREATE", pod)
+            # QoS comes from the resources after mutating admission (LimitRange defaults),
+            # as Kubernetes' PrepareForCreate computes it.
+            pod.status.qos_class = qos_class(pod)
+            await self.writer.commit(
+                ev.PodCreated(namespace=namespace, name=name, uid=pod.metadata.uid or "", pod=pod),
+                self._correlation(request),
+            )
+        return ok(self._pod(namespace, name).to_k8s(), 201)
+
+    # --- one pod ----------------------------------------------------------------------------
+
+    async def get(self, request: Request) -> Response:
+        return self._current(request.path_params["namespace"], request.path_params["name"])
+
+    async def delete(self, request: Request) -> Response:
+        namespace, name = request.path_params["namespace"], request.path_params["name"]
+        async with self.writer.lock(("pods", namespace, name)):
+            pod = self._pod(namespace, name)
+            final = pod.to_k8s()
+            await self.writer.commit(
+                ev.PodDeleted(namespace=namespace, name=name, uid=pod.metadata.uid or ""),
+                self._correlation(request),
+            )
+        return ok(final)
+
+    async def update(self, request: Request) -> Response:
+        """PUT/PATCH of the pod itself: labels, annotations and images; resources only via
+        the resize subresource (Kubernetes refuses them here)."""
+        namespace, name = request.path_params["namespace"], request.path_params["name"]
+        body = await read_body(request)
+        async with self.writer.lock(("pods", namespace, name)):
+            old = self._pod(namespace, name)
+            new = self._incoming(request, old, body)
+            problems = validate_pod_update(old, new)
+            if problems:
+                raise errors.ApiError(invalid_status(KIND, name, problems))
+            images = {
+                c.name: c.image or ""
+                for c in [*new.spec.containers, *(new.spec.init_containers or [])]
+            }
+            changed = (
+                new.metadata.labels != old.metadata.labels
+                or new.metadata.annotations != old.metadata.annotations
+                or any(
+                    c.image != images[c.name]
+                    for c in [*old.spec.containers, *(old.spec.init_containers or [])]
+                )
+            )
+            if changed:
+                await self.writer.commit(
+                    ev.PodUpdated(
+                        namespace=namespace,
+                        name=name,
+                        uid=old.metadata.uid or "",
+                        labels=new.metadata.labels,
+                        annotations=new.metadata.annotations,
+                        images=images,
+                    ),
+                    self._correlation(request),
+                )
+        return self._current(namespace, name)
+
+    async def status(self, request: Request) -> Response:
+        return self._current(request.path_params["namespace"], request.path_params["name"])
+
+    # --- resize subresource -----------------------------------------------------------------
+
+    async def resize(self, request: Request) -> Response:
+        namespace, name = request.path_params["namespace"], request.path_params["name"]
+        if request.method == "GET":
+            return self._current(namespace, name)
+        body = await read_body(request)
+        async with self.writer.lock(("pods", namespace, name)):
+            old = self._pod(namespace, name)
+            patched = self._incoming(request, old, body)
+            problems = resize_changes_other_fields(old, patched)
+            desired = resize_view(old, patched)
+            problems += validate_pod_resize(old, desired)
+            if problems:
+                raise errors.ApiError(invalid_status(KIND, name, problems))
+            if _resources_of(desired) == _resources_of(old):
+                return self._current(namespace, name)  # nothing to resize: a no-op, like K8s
+            desired = await self.admission.admit_pod("UPDATE", desired, old, "resize")
+            await self.writer.commit(_proposal(desired), self._correlation(request))
+        return self._current(namespace, name)
+
+    def _incoming(self, request: Request, old: Pod, body: bytes) -> Pod:
+        """The object the client wants: PUT's body, or the patch applied to the current pod;
+        a stale metadata.resourceVersion is a 409 Conflict."""
+        if request.method == "PUT":
+            data: Any = parse_json(body)
+            check_kind(data, KIND)
+        else:
+            content_type = request.headers.get("content-type", "").split(";")[0].strip()
+            try:
+                data = apply_patch(old.to_k8s(), body, content_type)
+            except PatchError as exc:
+                raise errors.ApiError(exc.status()) from None
+        new = decode(Pod, data, KIND)
+        name = old.metadata.name or ""
+        if new.metadata.name not in (None, name) or new.metadata.namespace not in (
+            None,
+            old.metadata.namespace,
+        ):
+            raise errors.bad_request(
+                "the name or namespace of the object does not match the request"
+            )
+        rv = new.metadata.resource_version
+        if rv and rv != old.metadata.resource_version:
+            raise errors.stale(KIND, name)
+        if request.method == "PUT" and not rv:
+            raise errors.ApiError(invalid_status(KIND, name, _rv_required()))
+        return new
+
+
+def _rv_required() -> list[Any]:
+    from services.apiserver.fielderrors import FieldError
+
+    return [
+        FieldError(
+            type="FieldValueInvalid",
+            field="metadata.resourceVersion",
+            bad_value="",
+            detail="must be specified for an update",
+        )
+    ]
+
+
+def _resources_of(pod: Pod) -> list[Any]:
+    containers = [
+        *pod.spec.containers,
+        *(c for c in pod.spec.init_containers or [] if is_sidecar(c)),
+    ]
+    return [
+        (c.name, c.resources.to_k8s(), [p.to_k8s() for p in c.resize_policy or []])
+        for c in containers
+    ]
+
+
+def _proposal(pod: Pod) -> ev.ResizeProposed:
+    def desired(containers: list[Any]) -> list[ev.ContainerResources]:
+        return [
+            ev.ContainerResources(name=c.name, resources=c.resources, resize_policy=c.resize_policy)
+            for c in containers
+        ]
+
+    return ev.ResizeProposed(
+        namespace=pod.metadata.namespace or "",
+        name=pod.metadata.name or "",
+        uid=pod.metadata.uid or "",
+        containers=desired(pod.spec.containers),
+        init_containers=desired([c for c in pod.spec.init_containers or [] if is_sidecar(c)]),
+    )

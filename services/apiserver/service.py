@@ -1,0 +1,57 @@
+"""The apiserver role: a Kubernetes-shaped REST API in front of the log (issue 4).
+
+Writes become events; reads come from a read model folded from the log; the quota service is
+called synchronously as an admission webhook.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from starlette.routing import Mount
+
+from inplace.core.bus.producer import EventProducer
+from inplace.core.logwriter import LogWriter
+from inplace.core.readmodel import ReadModel
+from inplace.core.service import RoleServer
+from inplace.core.settings import Settings
+from schemas import events as ev
+from services.apiserver.admission import AdmissionClient
+from services.apiserver.app import build_app
+from services.apiserver.objects import ObjectHandlers
+from services.apiserver.pods import PodHandlers
+from services.apiserver.writer import Writer
+
+ROLE = "apiserver"
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+log = logging.getLogger(__name__)
+
+
+async def run(settings: Settings, *, host: str, port: int) -> None:
+    model = ReadModel(settings)
+    producer = EventProducer(
+        settings.kafka_bootstrap, client_id=ROLE, topic_prefix=settings.topic_prefix
+    )
+    await producer.start()
+    writer = Writer(LogWriter(producer, model, ROLE))
+    admission = AdmissionClient(settings.quota_url)
+    app = build_app(
+        PodHandlers(model, writer, admission), ObjectHandlers(model, writer), f"{host}:{port}"
+    )
+    ready = asyncio.Event()
+
+    async def bootstrap() -> None:
+        await model.ready.wait()
+        for name in DEFAULT_NAMESPACES:
+            if model.get("namespaces", name) is None:
+                await writer.commit(ev.NamespaceCreated(namespace=name))
+        ready.set()
+        await asyncio.Event().wait()  # keep the loop alive; RoleServer cancels it on stop
+
+    server = RoleServer(ROLE, host=host, port=port, routes=[Mount("", app=app)], ready=ready.is_set)
+    try:
+        await server.run({"read-model": model.run, "bootstrap": bootstrap})
+    finally:
+        await admission.close()
+        await producer.stop()

@@ -1,0 +1,30 @@
+"""Writes: one event to the log, then wait until the read model has applied it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Hashable
+
+from inplace.core.bus.producer import Position
+from inplace.core.logwriter import LogWriter
+from schemas.envelope import EventPayload
+from services.apiserver import errors
+
+
+class Writer:
+    def __init__(self, log: LogWriter) -> None:
+        self.log = log
+        # One write at a time per object in this replica: check-then-write stays atomic.
+        self._locks: defaultdict[Hashable, asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    def lock(self, key: Hashable) -> asyncio.Lock:
+        return self._locks[key]
+
+    async def commit(self, payload: EventPayload, correlation_id: str | None = None) -> Position:
+        try:
+            return await self.log.write(payload, correlation_id=correlation_id)
+        except TimeoutError:
+            raise errors.timeout(
+                "the write is in the log but not yet visible; retry the read"
+            ) from None

@@ -1,0 +1,522 @@
+"""Pure admission of new pods and of resizes against a node's allocation checkpoint (KEP-1287).
+
+"Kubelet first checks if the new desired resources can fit the Node allocatable resources by
+computing the sum of resources allocated for all Pods in the Node, except the Pod being resized.
+For the Pod being resized, it adds the new desired resources" (Kubelet and API Server
+Interaction). Fits now → accept; larger than allocatable outright → Infeasible; fits in theory
+but not now → Deferred, re-evaluated when resources free up (`retry_deferred`).
+
+Requests are the effective pod requests of schemas.resources (init containers, sidecars and
+`spec.overhead` included, as PodRequests computes them). All containers of a pod are admitted
+together or not at all (Atomic Resizes). Messages are the kubelet's own, so an operator who knows
+Kubernetes recognises them: "Node didn't have enough resource: cpu, requested: 500, used: 7600,
+capacity: 8000" (lifecycle.InsufficientResourceError; CPU in milli-CPU, the rest in units).
+
+Nothing here does I/O or mutates its inputs; `NodeAllocation` is an immutable value whose
+`with_pod` / `without_pod` return the next checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from schemas.k8s import (
+    RESOURCE_CPU,
+    RESOURCE_EPHEMERAL_STORAGE,
+    RESOURCE_MEMORY,
+    RESOURCE_PODS,
+    Container,
+    Node,
+    Pod,
+    ResourceList,
+    ResourceRequirements,
+)
+from schemas.quantity import ZERO, Quantity
+from schemas.resources import add, is_sidecar, pod_requests, qos_class
+
+__all__ = [
+    "RESIZABLE_RESOURCES",
+    "Accept",
+    "Admit",
+    "CPUManagerPolicy",
+    "Decision",
+    "Deferred",
+    "Infeasible",
+    "MemoryManagerPolicy",
+    "NodeAllocation",
+    "PendingResize",
+    "Reject",
+    "RetryResult",
+    "UnknownPodError",
+    "admit_pod",
+    "allocated_resources",
+    "decide_resize",
+    "pod_key",
+    "retry_deferred",
+    "with_resources",
+]
+
+CPUManagerPolicy = Literal["none", "static"]
+MemoryManagerPolicy = Literal["None", "Static"]
+
+# KEP-1287 Non-Goals: only cpu and memory can be resized.
+RESIZABLE_RESOURCES: Final = frozenset({RESOURCE_CPU, RESOURCE_MEMORY})
+
+# The order in which the scheduler's fit check (and so the kubelet's) reports a shortage.
+_CHECK_ORDER: Final = (RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE)
+
+
+def pod_key(pod: Pod) -> str:
+    """namespace/name: the key of a pod on the log and in the checkpoint."""
+    return f"{pod.metadata.namespace}/{pod.metadata.name}"
+
+
+def _amount(name: str, quantity: Quantity) -> int:
+    """A quantity as the scheduler counts it: milli-CPU for cpu, whole units otherwise."""
+    return quantity.milli_value() if name == RESOURCE_CPU else quantity.value()
+
+
+# --- the checkpoint -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeAllocation:
+    """A node's allocatable resources and the allocated pods: the kubelet's checkpoint.
+
+    Each pod is stored as the kubelet's UpdatePodFromAllocation would give it: its spec
+    resources are the *allocated* ones. Insertion order is admission order.
+    """
+
+    name: str
+    allocatable: ResourceList
+    pods: Mapping[str, Pod] = field(default_factory=dict)
+    cpu_manager_policy: CPUManagerPolicy = "none"
+    memory_manager_policy: MemoryManagerPolicy = "None"
+    # Effective requests per pod, cached: every decision sums all other pods.
+    _requests: Mapping[str, ResourceList] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        missing = [key for key in self.pods if key not in self._requests]
+        if missing:
+            cache = dict(self._requests)
+            for key in missing:
+                cache[key] = pod_requests(self.pods[key])
+            object.__setattr__(self, "_requests", cache)
+
+    @classmethod
+    def from_node(
+        cls,
+        node: Node,
+        *,
+        cpu_manager_policy: CPUManagerPolicy = "none",
+        memory_manager_policy: MemoryManagerPolicy = "None",
+    ) -> NodeAllocation:
+        """An empty checkpoint for a registered node (its `status.allocatable`)."""
+        return cls(
+            name=node.metadata.name or "",
+            allocatable=dict(node.status.allocatable or {}),
+            cpu_manager_policy=cpu_manager_policy,
+            memory_manager_policy=memory_manager_policy,
+        )
+
+    def allocated(self, key: str) -> Pod | None:
+        """The allocated pod under `key`, if admitted."""
+        return self.pods.get(key)
+
+    def requests_of(self, key: str) -> ResourceList:
+        """Effective requests of an admitted pod (overhead included)."""
+        return dict(self._requests[key])
+
+    def used(self, *, excluding: str | None = None) -> ResourceList:
+        """Sum of the allocated requests of all pods, optionally leaving one out."""
+        total: ResourceList = {}
+        for key, requests in self._requests.items():
+            if key != excluding:
+                total = add(total, requests)
+        return total
+
+    def with_pod(self, pod: Pod) -> NodeAllocation:
+        """The checkpoint after allocating `pod` (admission or accepted resize); a pod already
+        present keeps its place in admission order."""
+        key = pod_key(pod)
+        return NodeAllocation(
+            name=self.name,
+            allocatable=self.allocatable,
+            pods={**self.pods, key: pod},
+            cpu_manager_policy=self.cpu_manager_policy,
+            memory_manager_policy=self.memory_manager_policy,
+            _requests={**self._requests, key: pod_requests(pod)},
+        )
+
+    def without_pod(self, key: str) -> NodeAllocation:
+        """The checkpoint after a pod left the node (deleted, evicted, terminated)."""
+        return NodeAllocation(
+            name=self.name,
+            allocatable=self.allocatable,
+            pods={k: p for k, p in self.pods.items() if k != key},
+            cpu_manager_policy=self.cpu_manager_policy,
+            memory_manager_policy=self.memory_manager_policy,
+            _requests={k: r for k, r in self._requests.items() if k != key},
+        )
+
+    def with_allocatable(self, allocatable: Mapping[str, Quantity]) -> NodeAllocation:
+        """The checkpoint after the node's allocatable changed (KEP-3953 hotplug)."""
+        return NodeAllocation(
+            name=self.name,
+            allocatable=dict(allocatable),
+            pods=self.pods,
+            cpu_manager_policy=self.cpu_manager_policy,
+            memory_manager_policy=self.memory_manager_policy,
+            _requests=self._requests,
+        )
+
+
+# --- decisions ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Admit:
+    """A new pod fits: `pod` is what to checkpoint as allocated."""
+
+    pod: Pod
+
+
+@dataclass(frozen=True)
+class Reject:
+    """A new pod does not fit: the kubelet's reason (`OutOfcpu` …) and message."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Accept:
+    """The resize fits now: checkpoint `pod` (its spec is the new allocation), then actuate.
+
+    `changed` is False when desired already equals allocated (nothing to allocate; the
+    kubelet just clears a pending Deferred/Infeasible).
+    """
+
+    pod: Pod
+    changed: bool = True
+
+    reason: str = field(default="InProgress", init=False)
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """Fits the node in theory but not now; re-evaluated whenever resources free up."""
+
+    message: str
+
+    reason: str = field(default="Deferred", init=False)
+
+
+@dataclass(frozen=True)
+class Infeasible:
+    """Can never fit this node (or is not allowed here); not re-evaluated."""
+
+    message: str
+
+    reason: str = field(default="Infeasible", init=False)
+
+
+Decision = Accept | Deferred | Infeasible
+
+
+class UnknownPodError(KeyError):
+    """A resize for a pod this node never admitted."""
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _all_containers(pod: Pod) -> Iterable[Container]:
+    yield from pod.spec.init_containers or []
+    yield from pod.spec.containers
+
+
+def allocated_resources(pod: Pod) -> dict[str, ResourceRequirements]:
+    """Per container name (init containers included), the resources in the pod's spec."""
+    return {c.name: c.resources for c in _all_containers(pod)}
+
+
+def with_resources(pod: Pod, resources: Mapping[str, ResourceRequirements]) -> Pod:
+    """A copy of `pod` whose named containers (regular or init) carry `resources`."""
+
+    def swap(containers: list[Container]) -> list[Container]:
+        return [
+            c.model_copy(update={"resources": resources[c.name]}) if c.name in resources else c
+            for c in containers
+        ]
+
+    spec = pod.spec.model_copy(
+        update={
+            "containers": swap(pod.spec.containers),
+            "init_containers": (
+                swap(pod.spec.init_containers) if pod.spec.init_containers is not None else None
+            ),
+        }
+    )
+    return pod.model_copy(update={"spec": spec})
+
+
+def _checked_names(requests: Mapping[str, Quantity], allocatable: ResourceList) -> list[str]:
+    """Resources to check, in the scheduler's order. Extended resources the node does not
+    advertise are skipped (the kubelet's removeMissingExtendedResources)."""
+    rest = sorted(
+        name
+        for name in requests
+        if name not in _CHECK_ORDER and ("/" not in name or name in allocatable)
+    )
+    return [*(n for n in _CHECK_ORDER if n in requests), *rest]
+
+
+def _shortage(
+    requested: ResourceList, used: ResourceList, allocatable: ResourceList
+) -> tuple[str, str] | None:
+    """(resource, message) of the first resource that does not fit, or None when all fit."""
+    for name in _checked_names(requested, allocatable):
+        want = requested[name]
+        if not ZERO < want:
+            continue
+        have = used.get(name, ZERO)
+        capacity = allocatable.get(name, ZERO)
+        if capacity < have + want:
+            return name, (
+                f"Node didn't have enough resource: {name}, requested: {_amount(name, want)}, "
+                f"used: {_amount(name, have)}, capacity: {_amount(name, capacity)}"
+            )
+    return None
+
+
+def _infeasibility(requested: ResourceList, allocatable: ResourceList) -> str | None:
+    """Message when the pod alone exceeds allocatable (memory reported first, as the kubelet's
+    canResizePod does), else None."""
+    names = _checked_names(requested, allocatable)
+    if RESOURCE_MEMORY in names:
+        names.remove(RESOURCE_MEMORY)
+        names.insert(0, RESOURCE_MEMORY)
+    for name in names:
+        want = requested[name]
+        capacity = allocatable.get(name, ZERO)
+        if ZERO < want and capacity < want:
+            return (
+                f"Node didn't have enough capacity: {name}, requested: {_amount(name, want)}, "
+                f"capacity: {_amount(name, capacity)}"
+            )
+    return None
+
+
+def _is_integral_cpu(resources: ResourceRequirements) -> bool:
+    cpu = (resources.requests or {}).get(RESOURCE_CPU) or (resources.limits or {}).get(RESOURCE_CPU)
+    return cpu is not None and cpu.milli_value() > 0 and cpu.milli_value() % 1000 == 0
+
+
+def _request(resources: ResourceRequirements, name: str) -> Quantity:
+    requests = {**(resources.limits or {}), **(resources.requests or {})}
+    return requests.get(name, ZERO)
+
+
+def _limit(resources: ResourceRequirements, name: str) -> Quantity:
+    return (resources.limits or {}).get(name, ZERO)
+
+
+def _changes(
+    before: Mapping[str, ResourceRequirements], after: Mapping[str, ResourceRequirements]
+) -> dict[str, set[str]]:
+    """Per container, the resource names whose request or limit differs."""
+    changed: dict[str, set[str]] = {}
+    for name, new in after.items():
+        old = before.get(name, ResourceRequirements())
+        names = {*(old.requests or {}), *(old.limits or {}), *(new.requests or {})}
+        names |= set(new.limits or {})
+        diff = {
+            r
+            for r in names
+            if _request(old, r) != _request(new, r) or _limit(old, r) != _limit(new, r)
+        }
+        if diff:
+            changed[name] = diff
+    return changed
+
+
+# --- admission of a new pod ---------------------------------------------------------------------
+
+
+def admit_pod(node: NodeAllocation, pod: Pod) -> Admit | Reject:
+    """Admit a pod bound to this node (the kubelet's canAdmitPod for an AddOperation).
+
+    A pod the checkpoint already holds is re-admitted with its *allocated* resources, not its
+    spec (Kubelet Restart Tolerance: "all Pods are re-admitted based on their current allocated
+    resources"); its pending resize is then handled separately, after all pods are back.
+    """
+    key = pod_key(pod)
+    allocated = node.allocated(key)
+    if allocated is not None:
+        pod = with_resources(pod, allocated_resources(allocated))
+    requested = pod_requests(pod)
+    used = node.used(excluding=key)
+    pods_capacity = node.allocatable.get(RESOURCE_PODS)
+    if pods_capacity is not None:
+        others = len(node.pods) - (1 if allocated is not None else 0)
+        if pods_capacity.value() < others + 1:
+            return Reject(
+                reason="OutOfpods",
+                message=(
+                    f"Node didn't have enough resource: pods, requested: 1, used: {others}, "
+                    f"capacity: {pods_capacity.value()}"
+                ),
+            )
+    shortage = _shortage(requested, used, node.allocatable)
+    if shortage is not None:
+        resource, message = shortage
+        return Reject(reason=f"OutOf{resource}", message=message)
+    return Admit(pod=pod)
+
+
+# --- admission of a resize ----------------------------------------------------------------------
+
+
+def _invalid_resize(pod: Pod, changes: Mapping[str, set[str]]) -> str | None:
+    """Why a resize can never be actuated here, or None. The apiserver validates these too;
+    the kubelet re-checks because it must never act on a resize it cannot honour."""
+    init = {c.name: c for c in pod.spec.init_containers or []}
+    regular = {c.name for c in pod.spec.containers}
+    for name, resources in sorted(changes.items()):
+        if name not in regular and name not in init:
+            return f"container {name!r} is not part of the pod"
+        if name in init and not is_sidecar(init[name]):
+            # KEP-1287 Sidecars: "Non-restartable InitContainers cannot be resized."
+            return f"init container {name!r} is not restartable and cannot be resized"
+        other = sorted(resources - RESIZABLE_RESOURCES)
+        if other:
+            return f"only cpu and memory can be resized, not {', '.join(other)} of {name!r}"
+    return None
+
+
+def _static_policy_conflict(
+    node: NodeAllocation,
+    desired_pod: Pod,
+    before: Mapping[str, ResourceRequirements],
+    after: Mapping[str, ResourceRequirements],
+    changes: Mapping[str, set[str]],
+) -> str | None:
+    """KEP-1287 Static CPU & Memory Policy: a Guaranteed pod's exclusive CPUs (integral
+    requests) and pinned memory cannot be resized; such a resize is Infeasible."""
+    if qos_class(desired_pod) != "Guaranteed":
+        return None
+    if node.cpu_manager_policy == "static":
+        for name, resources in changes.items():
+            if RESOURCE_CPU not in resources:
+                continue
+            if _is_integral_cpu(before.get(name, ResourceRequirements())) or _is_integral_cpu(
+                after[name]
+            ):
+                return (
+                    'Resize is infeasible for Guaranteed Pods alongside CPU Manager policy "static"'
+                    f": container {name!r} has exclusive (integral) CPUs"
+                )
+    if node.memory_manager_policy == "Static":
+        if any(RESOURCE_MEMORY in resources for resources in changes.values()):
+            return (
+                'Resize is infeasible for Guaranteed Pods alongside Memory Manager policy "Static"'
+            )
+    return None
+
+
+def decide_resize(
+    node: NodeAllocation, pod: Pod, desired: Mapping[str, ResourceRequirements] | None = None
+) -> Decision:
+    """Decide a resize of an admitted pod: Accept, Deferred or Infeasible.
+
+    `pod` is the pod as the kubelet knows it (its spec is the desired state); `desired`
+    overrides the resources of the named containers (the newest ResizeProposed wins, and
+    several proposals before a decision are one atomic request). The pod is decided as a whole:
+    every container's new resources are accepted together or none are.
+    """
+    key = pod_key(pod)
+    allocated = node.allocated(key)
+    if allocated is None:
+        raise UnknownPodError(key)
+    before = allocated_resources(allocated)
+    unknown = sorted(set(desired or {}) - set(before))
+    if unknown:
+        return Infeasible(f"container {unknown[0]!r} is not part of the pod")
+    desired_pod = with_resources(pod, desired or {})
+    after = allocated_resources(desired_pod)
+    changes = _changes(before, after)
+    if not changes:
+        return Accept(pod=allocated, changed=False)
+    invalid = _invalid_resize(allocated, changes)
+    if invalid is not None:
+        return Infeasible(invalid)
+    # Keep everything but the resources from the checkpoint: the decision is about resources.
+    target = with_resources(allocated, after)
+    conflict = _static_policy_conflict(node, target, before, after, changes)
+    if conflict is not None:
+        return Infeasible(conflict)
+    requested = pod_requests(target)
+    infeasible = _infeasibility(requested, node.allocatable)
+    if infeasible is not None:
+        return Infeasible(infeasible)
+    shortage = _shortage(requested, node.used(excluding=key), node.allocatable)
+    if shortage is not None:
+        return Deferred(shortage[1])
+    return Accept(pod=target)
+
+
+# --- deferred resizes ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PendingResize:
+    """A resize waiting for resources: the pod (spec = its newest desired state)."""
+
+    pod: Pod
+    desired: Mapping[str, ResourceRequirements] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return pod_key(self.pod)
+
+
+@dataclass(frozen=True)
+class RetryResult:
+    """What `retry_deferred` decided: keys accepted (in the order they were accepted), every
+    pending resize's latest decision, and the checkpoint with the accepted ones allocated."""
+
+    accepted: list[str]
+    decisions: dict[str, Decision]
+    node: NodeAllocation
+
+
+def retry_deferred(node: NodeAllocation, pending: Sequence[PendingResize]) -> RetryResult:
+    """Re-evaluate pending resizes in arrival order when resources free up.
+
+    Each accepted resize is allocated before the next is decided, so two resizes can never both
+    take the same free room. Passes repeat until one accepts nothing, because an accepted
+    shrink later in the queue can make room for an earlier grow. A pod no longer on the node is
+    dropped (RetryPendingResizes: "Pod not found; removing from pending resizes").
+    """
+    accepted: list[str] = []
+    decisions: dict[str, Decision] = {}
+    waiting = [p for p in pending if node.allocated(p.key) is not None]
+    progress = True
+    while waiting and progress:
+        progress = False
+        still: list[PendingResize] = []
+        for item in waiting:
+            decision = decide_resize(node, item.pod, item.desired)
+            decisions[item.key] = decision
+            if isinstance(decision, Accept):
+                if decision.changed:
+                    node = node.with_pod(decision.pod)
+                accepted.append(item.key)
+                progress = True
+            elif isinstance(decision, Deferred):
+                still.append(item)
+        waiting = still
+    return RetryResult(accepted=accepted, decisions=decisions, node=node)

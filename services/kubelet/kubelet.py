@@ -1,0 +1,196 @@
+"""The kubelet process: many simulated nodes, one read model of pods and nodes, one runtime.
+
+Start-up follows KEP-1287's Kubelet Restart Tolerance: fold the log (the read model replays it
+from offset 0), register missing nodes, re-admit every pod from its allocated checkpoint
+first, and only then look at pending resizes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from inplace.core.bus.consumer import Record
+from inplace.core.bus.producer import EventProducer
+from inplace.core.logwriter import LogWriter
+from inplace.core.readmodel import ReadModel
+from inplace.core.settings import Settings
+from schemas import events as ev
+from schemas.envelope import Envelope
+from schemas.k8s import Node, ResourceRequirements
+from services.kubelet.admission import NodeAllocation
+from services.kubelet.cri import RuntimeService
+from services.kubelet.nodeagent import NODE_KEY, NodeAgent
+from services.kubelet.nodes import node_names, node_object
+from services.kubelet.runtime_cgroup import CgroupRuntime, cgroup_support
+from services.kubelet.runtime_fake import FakeRuntime
+
+ROLE = "kubelet"
+log = logging.getLogger(__name__)
+
+
+@contextlib.asynccontextmanager
+async def open_runtime(settings: Settings) -> AsyncIterator[RuntimeService]:
+    if settings.kubelet_runtime == "cgroup":
+        reason = cgroup_support()
+        if reason is not None:
+            raise RuntimeError(f"the cgroup runtime cannot run here: {reason}")
+        async with CgroupRuntime(
+            settings.topic_prefix.strip(".") or settings.kubelet_node_prefix
+        ) as runtime:
+            yield runtime
+    else:
+        fake = FakeRuntime(latency=settings.kubelet_runtime_latency)
+        try:
+            yield fake
+        finally:
+            await fake.close()
+
+
+class Kubelet:
+    def __init__(self, settings: Settings, runtime: RuntimeService) -> None:
+        self.settings = settings
+        self.runtime = runtime
+        self.model = ReadModel(settings, role=ROLE, topics=(ev.PODS, ev.NODES), window=1)
+        self.names = node_names(settings)
+        self.agents: dict[str, NodeAgent] = {}
+        # The allocation checkpoint as the log has it (requests AND limits, per container).
+        self.allocations: dict[str, dict[str, ResourceRequirements]] = {}
+        # The latest user-side event per pod: what the kubelet's events are caused by.
+        self.causes: dict[str, Envelope] = {}
+        self.started = False
+        self._workers: set[asyncio.Task[None]] = set()
+        self._writer: LogWriter
+        self.model.on_apply(self._on_apply)
+
+    @property
+    def ready(self) -> bool:
+        return self.started
+
+    def _on_apply(self, record: Record) -> None:
+        payload = record.envelope.payload
+        if isinstance(payload, ev.PodEvent):
+            key = f"{payload.namespace}/{payload.name}"
+            if isinstance(payload, ev.Allocated):
+                self.allocations[key] = {
+                    c.name: c.resources for c in [*payload.init_containers, *payload.containers]
+                }
+            elif isinstance(payload, ev.PodDeleted | ev.PodEvicted):
+                self.allocations.pop(key, None)
+            if record.envelope.producer != ROLE:
+                self.causes[key] = record.envelope
+            if self.started:
+                self._route(key)
+        elif isinstance(payload, ev.NodeEvent) and self.started:
+            if payload.name in self.agents:
+                self.agents[payload.name].enqueue(NODE_KEY)
+            elif isinstance(payload, ev.NodeRegistered) and _is_simulated(payload.node):
+                self._adopt(payload.name)
+
+    def _route(self, key: str) -> None:
+        namespace, _, name = key.partition("/")
+        pod = self.model.get("pods", (namespace, name))
+        node = pod.spec.node_name if pod is not None else None
+        if node in self.agents:
+            self.agents[node].enqueue(key)
+        # A pod that left (deleted, evicted, moved) is released by the agent that holds it.
+        for agent in self.agents.values():
+            if agent.name != node and agent.checkpoint.allocated(key) is not None:
+                agent.enqueue(key)
+
+    async def run(self) -> None:
+        producer = EventProducer(
+            self.settings.kafka_bootstrap, client_id=ROLE, topic_prefix=self.settings.topic_prefix
+        )
+        await producer.start()
+        follower = asyncio.create_task(self.model.run(), name="read-model")
+        try:
+            await self._wait_ready(follower)
+            self._writer = LogWriter(producer, self.model, ROLE)
+            for name in self.names:
+                if self.model.get("nodes", name) is None:
+                    await self._writer.write(
+                        ev.NodeRegistered(name=name, node=node_object(self.settings, name))
+                    )
+            adopted = [
+                n for n, node in sorted(self.model.objects("nodes").items()) if _is_simulated(node)
+            ]
+            for name in dict.fromkeys([*self.names, *adopted]):
+                self._make_agent(name)
+            self.started = True
+            await self._restart_tolerance()
+            for agent in self.agents.values():
+                self._start_worker(agent)
+            log.info("kubelet serving %d node(s)", len(self.agents))
+            while True:  # a crashed worker or read model ends the kubelet (the supervisor restarts)
+                done, _ = await asyncio.wait(
+                    [follower, *self._workers], return_when="FIRST_EXCEPTION", timeout=1.0
+                )
+                for task in done:
+                    task.result()
+        finally:
+            follower.cancel()
+            for worker in self._workers:
+                worker.cancel()
+            await producer.stop()
+
+    def _make_agent(self, name: str) -> NodeAgent:
+        node = self.model.get("nodes", name)
+        agent = NodeAgent(
+            name,
+            NodeAllocation.from_node(
+                node, cpu_manager_policy=self.settings.kubelet_cpu_manager_policy
+            ),
+            runtime=self.runtime,
+            model=self.model,
+            writer=self._writer,
+            causes=self.causes,
+            step_timeout=self.settings.kubelet_runtime_timeout,
+            capacity=dict(node.status.capacity or {}) if node.status else None,
+        )
+        self.agents[name] = agent
+        return agent
+
+    def _start_worker(self, agent: NodeAgent) -> None:
+        self._workers.add(asyncio.create_task(agent.run(), name=f"node {agent.name}"))
+
+    def _adopt(self, name: str) -> None:
+        """A simulated node registered while we run (kwok-style annotation): serve it too."""
+        log.info("adopting simulated node %s", name)
+        self._start_worker(self._make_agent(name))
+
+    async def _wait_ready(self, follower: asyncio.Task[None]) -> None:
+        waiter = asyncio.create_task(self.model.ready.wait())
+        await asyncio.wait([waiter, follower], return_when="FIRST_COMPLETED")
+        if follower.done():
+            waiter.cancel()
+            follower.result()
+
+    async def _restart_tolerance(self) -> None:
+        """Re-admit every pod from its allocated resources first; then every pod on our nodes
+        goes through reconcile (pending resizes, unfinished actuation) in log order."""
+        mine = sorted(
+            (p for p in self.model.objects("pods").values() if p.spec.node_name in self.agents),
+            key=lambda p: int(p.metadata.resource_version or 0),
+        )
+        for pod in mine:
+            key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+            allocated = self.allocations.get(key)
+            if allocated and pod.status.phase not in ("Succeeded", "Failed"):
+                await self.agents[pod.spec.node_name or ""].readmit(
+                    pod.model_copy(deep=True), allocated
+                )
+        for pod in mine:
+            self.agents[pod.spec.node_name or ""].enqueue(
+                f"{pod.metadata.namespace}/{pod.metadata.name}"
+            )
+
+
+SIMULATED = "inplace.io/simulated"
+
+
+def _is_simulated(node: Node) -> bool:
+    """Nodes a client registers for us to run, like kwok's `kwok.x-k8s.io/node: fake`."""
+    return (node.metadata.annotations or {}).get(SIMULATED) == "true"

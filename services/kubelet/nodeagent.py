@@ -1,0 +1,647 @@
+"""One node's kubelet: its allocation checkpoint and the reconcile of every pod bound to it.
+
+Reconcile is level-triggered: each event only names a pod to look at again; what to do comes
+from comparing desired (spec), allocated (the checkpoint, rebuilt from Allocated events) and
+actual (what the runtime reports). That is what makes a SIGKILLed kubelet converge without
+applying a resize twice: after a restart the same comparison finds what is left to do.
+
+Decisions are the pure functions of `admission` and `actuation`; this module does the I/O.
+Pods are handled one at a time per node, in arrival order (a FIFO of pod keys).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from inplace.core.logwriter import LogWriter
+from inplace.core.readmodel import ReadModel
+from schemas import events as ev
+from schemas.envelope import Envelope, EventPayload
+from schemas.k8s import Container, Event, Pod, ResourceRequirements
+from schemas.resources import is_sidecar
+from services.kubelet.actuation import (
+    Blocked,
+    ContainerRuntimeState,
+    RestartContainer,
+    execute,
+    plan_resize,
+    retry_delay,
+)
+from services.kubelet.admission import (
+    Accept,
+    Deferred,
+    Infeasible,
+    NodeAllocation,
+    Reject,
+    admit_pod,
+    decide_resize,
+    pod_key,
+    with_resources,
+)
+from services.kubelet.cgroupconv import container_resources, pod_resources, requirements_from_linux
+from services.kubelet.cri import (
+    ContainerResources,
+    LinuxContainerResources,
+    RuntimeService,
+    RuntimeServiceError,
+)
+from services.kubelet.metrics import (
+    ACTUATION_SECONDS,
+    RESIZE_REQUESTS,
+    RESIZE_SECONDS,
+    RUNTIME_ERRORS,
+)
+from services.kubelet.noderesize import (
+    evictions,
+    node_resize_condition,
+    resync_plan,
+    starvation_condition,
+    starved_resources,
+)
+from services.kubelet.noderesize_metrics import RESYNC_ERRORS, RESYNC_REQUESTS
+
+log = logging.getLogger(__name__)
+
+NODE_KEY = ""  # queue item meaning "the node itself changed"
+STEP_TIMEOUT = 30.0  # a hung runtime call becomes an error instead of a stuck node
+Resources = dict[str, ResourceRequirements]
+
+
+@dataclass
+class PodRuntime:
+    """Where a pod lives in the runtime: its sandbox and container ids by name."""
+
+    sandbox_id: str
+    containers: dict[str, str]
+
+
+def resizable(pod: Pod) -> list[Container]:
+    """Containers whose resources the kubelet manages: sidecars, then regular containers.
+    Non-sidecar init containers ran to completion and are never resized (KEP-1287)."""
+    return [c for c in pod.spec.init_containers or [] if is_sidecar(c)] + pod.spec.containers
+
+
+def resources_of(pod: Pod) -> Resources:
+    return {c.name: c.resources for c in resizable(pod)}
+
+
+def _cpu_memory(r: ResourceRequirements | None) -> tuple[object, ...]:
+    r = r or ResourceRequirements()
+    pick = ("cpu", "memory")
+    return (
+        tuple((k, (r.requests or {}).get(k)) for k in pick),
+        tuple((k, (r.limits or {}).get(k)) for k in pick),
+    )
+
+
+def same_resources(
+    a: Mapping[str, ResourceRequirements | None], b: Mapping[str, ResourceRequirements | None]
+) -> bool:
+    """Equal cpu/memory requests and limits per container (quantities compare by value)."""
+    return set(a) == set(b) and all(_cpu_memory(a[n]) == _cpu_memory(b[n]) for n in a)
+
+
+def actual_of(pod: Pod) -> dict[str, ResourceRequirements | None]:
+    statuses = {
+        s.name: s
+        for s in [
+            *(pod.status.init_container_statuses or []),
+            *(pod.status.container_statuses or []),
+        ]
+    }
+    return {
+        c.name: statuses[c.name].resources if c.name in statuses else None for c in resizable(pod)
+    }
+
+
+class NodeAgent:
+    def __init__(
+        self,
+        name: str,
+        checkpoint: NodeAllocation,
+        *,
+        runtime: RuntimeService,
+        model: ReadModel,
+        writer: LogWriter,
+        causes: dict[str, Envelope],
+        step_timeout: float = STEP_TIMEOUT,
+        capacity: dict[str, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.step_timeout = step_timeout
+        self.checkpoint = checkpoint
+        self.runtime = runtime
+        self.model = model
+        self.writer = writer
+        self.causes = causes
+        self.pods: dict[str, PodRuntime] = {}
+        self.deferred: dict[str, int] = {}  # pod key → arrival sequence
+        self._seq = 0
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._queued: set[str] = set()
+        self._attempts: dict[str, int] = {}
+        self._started: dict[str, float] = {}
+        self._seen_generation: dict[str, int] = {}
+        self._capacity: dict[str, Any] | None = capacity  # as at registration/restart
+        self._resync_failed = 0
+
+    # --- queue ------------------------------------------------------------------------------
+
+    def enqueue(self, key: str) -> None:
+        if key not in self._queued:
+            self._queued.add(key)
+            self._queue.put_nowait(key)
+
+    def _retry_later(self, key: str) -> None:
+        attempt = self._attempts.get(key, 0) + 1
+        self._attempts[key] = attempt
+        asyncio.get_running_loop().call_later(
+            retry_delay(attempt, initial=0.5, maximum=60), self.enqueue, key
+        )
+
+    def _retry_deferred(self) -> None:
+        """Resources freed: look at every Deferred resize again, oldest first."""
+        for key in sorted(self.deferred, key=self.deferred.__getitem__):
+            self.enqueue(key)
+
+    async def run(self) -> None:
+        while True:
+            key = await self._queue.get()
+            self._queued.discard(key)
+            try:
+                if key == NODE_KEY:
+                    await self._node_changed()
+                else:
+                    await self.reconcile(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # One pod's trouble never stops the node: log it, look again later.
+                log.exception("%s: reconcile of %s failed; retrying", self.name, key)
+                if key != NODE_KEY:
+                    self._retry_later(key)
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def _pod(self, key: str) -> Pod | None:
+        namespace, _, name = key.partition("/")
+        pod = self.model.get("pods", (namespace, name))
+        # A private copy: the read model changes its objects in place as events arrive.
+        return pod.model_copy(deep=True) if pod is not None else None
+
+    async def _write(self, payload: EventPayload, key: str) -> None:
+        await self.writer.write(payload, cause=self.causes.get(key))
+
+    async def _event(self, pod: Pod, reason: str, message: str, kind: str = "Normal") -> None:
+        meta = pod.metadata
+        event = Event.model_validate(
+            {
+                "metadata": {"name": f"{meta.name}.{reason.lower()}", "namespace": meta.namespace},
+                "involvedObject": {
+                    "kind": "Pod",
+                    "name": meta.name,
+                    "namespace": meta.namespace,
+                    "uid": meta.uid,
+                    "apiVersion": "v1",
+                },
+                "reason": reason,
+                "message": message,
+                "type": kind,
+                "source": {"component": "kubelet", "host": self.name},
+                "reportingComponent": "kubelet",
+                "reportingInstance": self.name,
+            }
+        )
+        await self._write(ev.KubeEventRecorded(event=event), pod_key(pod))
+
+    @staticmethod
+    def _ids(pod: Pod) -> dict[str, str]:
+        return {
+            "namespace": pod.metadata.namespace or "",
+            "name": pod.metadata.name or "",
+            "uid": pod.metadata.uid or "",
+        }
+
+    # --- node -------------------------------------------------------------------------------
+
+    async def _node_changed(self) -> None:
+        """KEP-3953: the node's capacity changed. Re-admit what runs (evicting by QoS when it no
+        longer fits), resync swap limits and OOM score adj, then retry Deferred resizes. A
+        failed step is a NodeResizeFailed + FailedNodeResize condition, retried from the top."""
+        node = self.model.get("nodes", self.name)
+        if node is None or node.status is None:
+            return
+        allocatable = dict(node.status.allocatable or {})
+        capacity = dict(node.status.capacity or {})
+        old_capacity = self._capacity if self._capacity is not None else capacity
+        if (
+            allocatable == dict(self.checkpoint.allocatable)
+            and capacity == old_capacity
+            and not self._resync_failed
+        ):
+            return
+        if capacity != old_capacity or self._resync_failed:
+            RESYNC_REQUESTS.labels(self.name).inc()
+        self._capacity = capacity
+        self.checkpoint = self.checkpoint.with_allocatable(allocatable)
+        if starved_resources(allocatable, list(self.checkpoint.pods.values())):
+            await self._write_node(
+                ev.NodeConditionChanged(
+                    name=self.name,
+                    condition=starvation_condition(
+                        allocatable, list(self.checkpoint.pods.values())
+                    ),
+                )
+            )
+            for key in evictions(allocatable, list(self.checkpoint.pods.values())):
+                pod = self._pod(key)
+                if pod is not None:
+                    message = "The node's allocatable shrank below what its pods request"
+                    await self._write(
+                        ev.PodEvicted(
+                            **self._ids(pod), node_name=self.name, reason="Evicted", message=message
+                        ),
+                        key,
+                    )
+                    await self._event(pod, "Evicted", message, "Warning")
+                await self._release(key)
+            await self._write_node(
+                ev.NodeConditionChanged(
+                    name=self.name,
+                    condition=starvation_condition(
+                        allocatable, list(self.checkpoint.pods.values())
+                    ),
+                )
+            )
+        try:
+            plan = resync_plan(
+                self.name,
+                list(self.checkpoint.pods.values()),
+                old_capacity,
+                capacity,
+                node.status.initial_capacity,
+            )
+            for update in plan:
+                runtime = self.pods.get(update.pod)
+                cid = runtime.containers.get(update.container) if runtime else None
+                if cid is None:
+                    continue
+                status = await self.runtime.container_status(cid)
+                current = status.resources.linux if status.resources else None
+                await self.runtime.update_container_resources(
+                    cid,
+                    ContainerResources(linux=update.apply(current or LinuxContainerResources())),
+                )
+        except (RuntimeServiceError, ValueError) as exc:
+            self._resync_failed += 1
+            RESYNC_ERRORS.labels(self.name).inc()
+            await self._write_node(
+                ev.NodeResizeFailed(
+                    name=self.name,
+                    reason="FailedNodeResize",
+                    message=str(exc),
+                    attempt=self._resync_failed,
+                )
+            )
+            await self._write_node(
+                ev.NodeConditionChanged(name=self.name, condition=node_resize_condition(str(exc)))
+            )
+            # Kubernetes puts Node events in the default namespace.
+            event = Event.model_validate(
+                {
+                    "metadata": {"name": f"{self.name}.failednoderesize", "namespace": "default"},
+                    "involvedObject": {"kind": "Node", "name": self.name, "apiVersion": "v1"},
+                    "reason": "FailedNodeResize",
+                    "message": f"node resize resync failed: {exc}",
+                    "type": "Warning",
+                    "source": {"component": "kubelet", "host": self.name},
+                    "reportingComponent": "kubelet",
+                    "reportingInstance": self.name,
+                }
+            )
+            await self._write_node(ev.KubeEventRecorded(event=event))
+            asyncio.get_running_loop().call_later(
+                retry_delay(self._resync_failed, initial=0.5, maximum=60), self.enqueue, NODE_KEY
+            )
+            return
+        if self._resync_failed:
+            self._resync_failed = 0
+            await self._write_node(
+                ev.NodeConditionChanged(name=self.name, condition=node_resize_condition(None))
+            )
+        self._retry_deferred()
+
+    async def _write_node(self, payload: EventPayload) -> None:
+        await self.writer.write(payload)
+
+    # --- pods -------------------------------------------------------------------------------
+
+    async def readmit(self, pod: Pod, allocated: Resources) -> None:
+        """Kubelet restart: put a running pod back from its allocated checkpoint (no event,
+        no admission decision: KEP-1287 Kubelet Restart Tolerance), and back into the runtime."""
+        admitted = with_resources(pod, allocated)
+        self.checkpoint = self.checkpoint.with_pod(admitted)
+        if pod.status.phase == "Running":
+            await self._start(pod_key(pod), admitted)
+
+    async def reconcile(self, key: str) -> None:
+        pod = self._pod(key)
+        mine = (
+            pod is not None
+            and pod.spec.node_name == self.name
+            and pod.status.phase not in ("Succeeded", "Failed")
+        )
+        if pod is None or not mine:
+            if self.checkpoint.allocated(key) is not None:
+                await self._release(key)
+            return
+        if self.checkpoint.allocated(key) is None:
+            if not await self._admit(key, pod):
+                return
+            pod = self._pod(key) or pod
+        await self._reconcile_resize(key, pod)
+
+    async def _admit(self, key: str, pod: Pod) -> bool:
+        decision = admit_pod(self.checkpoint, pod)
+        if isinstance(decision, Reject):
+            if pod.status.phase != "Failed":
+                await self._write(
+                    ev.PodPhaseChanged(
+                        **self._ids(pod),
+                        phase="Failed",
+                        reason=decision.reason,
+                        message=decision.message,
+                    ),
+                    key,
+                )
+                await self._event(pod, decision.reason, decision.message, "Warning")
+            return False
+        admitted = decision.pod.model_copy(deep=True)
+        self.checkpoint = self.checkpoint.with_pod(admitted)
+        await self._write(
+            ev.Allocated(
+                **self._ids(pod),
+                node_name=self.name,
+                containers=_allocations(admitted.spec.containers),
+                init_containers=_allocations(
+                    [c for c in admitted.spec.init_containers or [] if is_sidecar(c)]
+                ),
+            ),
+            key,
+        )
+        if not await self._start(key, admitted):
+            return False
+        await self._publish_actual(key)
+        await self._write(ev.PodPhaseChanged(**self._ids(pod), phase="Running"), key)
+        return True
+
+    async def _start(self, key: str, allocated: Pod) -> bool:
+        """Sandbox and containers at the allocated resources (what a restart re-creates)."""
+        try:
+            sandbox = await self.runtime.run_pod_sandbox(
+                allocated.metadata.uid or key, resources=pod_resources(allocated)
+            )
+            ids: dict[str, str] = {}
+            for c in resizable(allocated):
+                cid = await self.runtime.create_container(
+                    sandbox, c.name, ["sleep", "infinity"], container_resources(c.resources)
+                )
+                await self.runtime.start_container(cid)
+                ids[c.name] = cid
+        except RuntimeServiceError as exc:
+            RUNTIME_ERRORS.labels("start").inc()
+            log.warning("%s: cannot start %s: %s", self.name, key, exc)
+            self._retry_later(key)
+            return False
+        self.pods[key] = PodRuntime(sandbox, ids)
+        return True
+
+    async def _release(self, key: str) -> None:
+        runtime = self.pods.pop(key, None)
+        if runtime is not None:
+            try:
+                await self.runtime.stop_pod_sandbox(runtime.sandbox_id)
+                await self.runtime.remove_pod_sandbox(runtime.sandbox_id)
+            except RuntimeServiceError as exc:
+                log.warning("%s: removing %s: %s", self.name, key, exc)
+        self.checkpoint = self.checkpoint.without_pod(key)
+        self.deferred.pop(key, None)
+        self._started.pop(key, None)
+        self._retry_deferred()
+
+    async def _reconcile_resize(self, key: str, pod: Pod) -> None:
+        generation = pod.metadata.generation or 1
+        if pod.status.resize == "Proposed" and self._seen_generation.get(key) != generation:
+            self._seen_generation[key] = generation
+            RESIZE_REQUESTS.labels("proposed").inc()
+        allocated_pod = self.checkpoint.allocated(key)
+        assert allocated_pod is not None
+        desired = resources_of(pod)
+        if not same_resources(desired, resources_of(allocated_pod)):
+            decision = decide_resize(self.checkpoint, pod)
+            if isinstance(decision, Deferred):
+                if key not in self.deferred:
+                    self._seq += 1
+                    self.deferred[key] = self._seq
+                if pod.status.resize != "Deferred":
+                    RESIZE_REQUESTS.labels("deferred").inc()
+                    await self._write(
+                        ev.ResizeStatusChanged(
+                            **self._ids(pod), resize="Deferred", message=decision.message
+                        ),
+                        key,
+                    )
+                    await self._event(pod, "ResizeDeferred", decision.message)
+                # A waiting proposal never stops the current allocation from being applied
+                # (e.g. one a SIGKILL cut off mid-actuation).
+                await self._actuate(key)
+                return
+            self.deferred.pop(key, None)
+            if isinstance(decision, Infeasible):
+                if pod.status.resize != "Infeasible":
+                    RESIZE_REQUESTS.labels("infeasible").inc()
+                    await self._write(
+                        ev.ResizeStatusChanged(
+                            **self._ids(pod), resize="Infeasible", message=decision.message
+                        ),
+                        key,
+                    )
+                    await self._event(pod, "ResizeInfeasible", decision.message, "Warning")
+                await self._actuate(key)
+                return
+            assert isinstance(decision, Accept)
+            shrinks = decision.changed and _shrinks(
+                resources_of(allocated_pod), resources_of(decision.pod)
+            )
+            self.checkpoint = self.checkpoint.with_pod(decision.pod.model_copy(deep=True))
+            self._started[key] = time.monotonic()
+            await self._write(
+                ev.Allocated(
+                    **self._ids(pod),
+                    node_name=self.name,
+                    containers=_allocations(decision.pod.spec.containers),
+                    init_containers=_allocations(
+                        [c for c in decision.pod.spec.init_containers or [] if is_sidecar(c)]
+                    ),
+                ),
+                key,
+            )
+            await self._write(ev.ResizeStatusChanged(**self._ids(pod), resize="InProgress"), key)
+            if shrinks:
+                self._retry_deferred()
+        elif key in self.deferred:
+            # The user went back to what is allocated while the resize waited.
+            self.deferred.pop(key)
+            RESIZE_REQUESTS.labels("canceled").inc()
+        if not await self._actuate(key):
+            return
+        pod = self._pod(key)
+        allocated = resources_of(self.checkpoint.allocated(key) or pod)  # type: ignore[arg-type]
+        if (
+            pod is not None
+            and pod.status.resize is not None
+            and same_resources(resources_of(pod), allocated)
+            and same_resources(actual_of(pod), allocated)
+        ):
+            await self._write(ev.ResizeStatusChanged(**self._ids(pod), resize=None), key)
+            await self._event(pod, "ResizeCompleted", "Pod resize completed")
+            RESIZE_REQUESTS.labels("completed").inc()
+            started = self._started.pop(key, None)
+            if started is not None:
+                RESIZE_SECONDS.observe(time.monotonic() - started)
+            self._attempts.pop(key, None)
+
+    async def _actuate(self, key: str) -> bool:
+        """Bring the runtime to the allocation; True when actual == allocated."""
+        allocated_pod = self.checkpoint.allocated(key)
+        runtime = self.pods.get(key)
+        if allocated_pod is None:
+            return False
+        if runtime is None:
+            if not await self._start(key, allocated_pod):
+                return False
+            runtime = self.pods[key]
+        allocated = resources_of(allocated_pod)
+        policies = {c.name: c.resize_policy for c in resizable(allocated_pod)}
+        try:
+            states = []
+            for name, cid in runtime.containers.items():
+                status = await self.runtime.container_status(cid)
+                states.append(
+                    ContainerRuntimeState(
+                        name=name,
+                        container_id=cid,
+                        running=status.state == "running",
+                        resources=status.resources.linux if status.resources else None,
+                        memory_usage=await self.runtime.container_memory_usage(cid),
+                    )
+                )
+            sandbox = await self.runtime.pod_sandbox_status(runtime.sandbox_id)
+        except RuntimeServiceError as exc:
+            RUNTIME_ERRORS.labels("status").inc()
+            log.warning("%s: reading %s from the runtime: %s", self.name, key, exc)
+            self._retry_later(key)
+            return False
+        targets = {n: container_resources(r).linux for n, r in allocated.items()}
+        plan = plan_resize(
+            states,
+            targets,
+            policies,
+            sandbox.resources,
+            pod_resources(allocated_pod),
+            sandbox_id=runtime.sandbox_id,
+        )
+        if isinstance(plan, Blocked):
+            # KEP-1287: a memory limit below usage is not applied; stays InProgress, retried.
+            log.info("%s: resize of %s blocked: %s", self.name, key, plan.reason)
+            self._retry_later(key)
+            return False
+        started = time.monotonic()
+        result = await execute(
+            plan, self.runtime, read_back=runtime.containers, step_timeout=self.step_timeout
+        )
+        if plan:
+            ACTUATION_SECONDS.observe(time.monotonic() - started)
+        pod = self._pod(key)
+        for step in result.completed:
+            if isinstance(step, RestartContainer) and pod is not None:
+                status = result.statuses.get(step.container)
+                await self._write(
+                    ev.ContainerRestarted(
+                        **self._ids(pod),
+                        container=step.container,
+                        restart_count=status.restart_count if status else 1,
+                        reason="ResizeRestartContainer",
+                    ),
+                    key,
+                )
+        await self._publish_actual(key, result.actual)
+        if not result.ok:
+            RUNTIME_ERRORS.labels("update").inc()
+            if pod is not None:
+                await self._event(pod, "FailedResize", f"resize failed: {result.error}", "Warning")
+            self._retry_later(key)  # stop, back off exponentially, retry (KEP-1287)
+            return False
+        if result.read_errors:
+            self._retry_later(key)
+            return False
+        self._attempts.pop(key, None)
+        return True
+
+    async def _publish_actual(self, key: str, linux: Mapping[str, object] | None = None) -> None:
+        """Actuated with what the runtime reports, when it differs from what the log says."""
+        allocated_pod = self.checkpoint.allocated(key)
+        runtime = self.pods.get(key)
+        pod = self._pod(key)
+        if allocated_pod is None or runtime is None or pod is None:
+            return
+        allocated = resources_of(allocated_pod)
+        if linux is None:
+            linux = {}
+            for name, cid in runtime.containers.items():
+                status = await self.runtime.container_status(cid)
+                linux[name] = status.resources.linux if status.resources else None
+        actual = {
+            n: requirements_from_linux(linux.get(n), allocated.get(n))  # type: ignore[arg-type]
+            for n in runtime.containers
+        }
+        if same_resources(actual, actual_of(pod)):
+            return
+        sidecars = {c.name for c in pod.spec.init_containers or []}
+        await self._write(
+            ev.Actuated(
+                **self._ids(pod),
+                node_name=self.name,
+                containers=[
+                    ev.ContainerActual(name=n, resources=r)
+                    for n, r in actual.items()
+                    if n not in sidecars
+                ],
+                init_containers=[
+                    ev.ContainerActual(name=n, resources=r)
+                    for n, r in actual.items()
+                    if n in sidecars
+                ],
+            ),
+            key,
+        )
+
+
+def _allocations(containers: list[Container]) -> list[ev.ContainerAllocation]:
+    return [ev.ContainerAllocation(name=c.name, resources=c.resources) for c in containers]
+
+
+def _shrinks(before: Resources, after: Resources) -> bool:
+    """Does the new allocation free anything (so Deferred resizes deserve another look)?"""
+    for name, old in before.items():
+        new = after.get(name)
+        for attr in ("requests", "limits"):
+            old_rl, new_rl = getattr(old, attr) or {}, getattr(new, attr) or {} if new else {}
+            if any(k in new_rl and new_rl[k] < q for k, q in old_rl.items()):
+                return True
+    return False

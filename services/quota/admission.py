@@ -1,0 +1,423 @@
+"""Pod admission against LimitRanges and ResourceQuotas, as the apiserver calls it (issue 6).
+
+The order and the words are Kubernetes': the LimitRanger mutating plugin fills in defaults on
+create, then LimitRanger validation (min, max, maxLimitRequestRatio for the Container and Pod
+types), then ResourceQuota. A refusal is a 403 Forbidden whose message is what
+`admission.NewForbidden` builds: `pods "NAME" is forbidden: <reason>`.
+
+KEP-1287 ("Affected Components"): both plugins also see `pods/resize`. A resize is validated
+against the LimitRanges like a new pod (no defaulting: a resize only changes what the user
+wrote) and charged to quota by the delta between the pod's usage with the new spec and its
+current usage, floored at zero per resource; a shrink is never refused by quota.
+
+Deliberate choices, each against a race or nondeterminism in Kubernetes' own implementation:
+- `used` comes from the namespace's pods as given (their KEP-1287 usage), not from a quota's
+  `status.used`, which may lag the log; the caller serializes admissions per namespace so two
+  resizes cannot both pass a quota that fits only one.
+- LimitRanges and quotas are visited by name, and resources by name, where Kubernetes walks
+  informer lists and Go maps in no fixed order (it decides which message a user sees).
+- The Pod-type LimitRange on a resize checks the desired totals (spec), as the Container type
+  does, where Kubernetes takes max(spec, allocated) and so lets a shrink below `min` through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final, Literal
+
+from schemas.k8s import (
+    Container,
+    LimitRange,
+    LimitRangeItem,
+    Pod,
+    ResourceList,
+    ResourceQuota,
+    Status,
+    StatusDetails,
+)
+from schemas.quantity import ZERO, Quantity
+from schemas.resources import add, container_requests, pod_limits, pod_requests, subtract
+from services.quota.usage import (
+    VALIDATION_SET,
+    container_usage_names,
+    matches_scopes,
+    matching_resources,
+    pod_usage,
+    quota_hard,
+    quota_used,
+)
+
+__all__ = [
+    "LIMIT_RANGER_ANNOTATION",
+    "Allowed",
+    "Denied",
+    "Operation",
+    "admit",
+    "apply_api_defaults",
+    "apply_limit_range_defaults",
+    "check_quotas",
+    "default_limit_range_item",
+    "limit_range_errors",
+    "validate_limit_ranges",
+]
+
+Operation = Literal["CREATE", "RESIZE"]
+
+LIMIT_RANGER_ANNOTATION: Final = "kubernetes.io/limit-ranger"
+_MAX_MILLI_VALUE: Final = (2**63 - 1) // 1000  # resource.MaxMilliValue
+
+
+@dataclass(frozen=True, slots=True)
+class Allowed:
+    """Admit `pod`: on create it carries the LimitRange defaults; on resize it is unchanged."""
+
+    pod: Pod
+
+
+@dataclass(frozen=True, slots=True)
+class Denied:
+    """Refuse the request: the apiserver answers with `to_status()`."""
+
+    message: str
+    name: str = "Unknown"
+    code: int = 403
+    reason: str = "Forbidden"
+    details_kind: str = "pods"
+
+    def to_status(self) -> Status:
+        """The metav1.Status body apierrors.NewForbidden produces."""
+        return Status(
+            status="Failure",
+            message=self.message,
+            reason=self.reason,
+            details=StatusDetails(name=self.name, kind=self.details_kind),
+            code=self.code,
+        )
+
+
+def _object_name(pod: Pod) -> str:
+    # extractResourceName: the name, else generateName (not generated yet), else "Unknown".
+    return pod.metadata.name or pod.metadata.generate_name or "Unknown"
+
+
+def _forbidden(pod: Pod, reason: str) -> Denied:
+    name = _object_name(pod)
+    return Denied(message=f'pods "{name}" is forbidden: {reason}', name=name)
+
+
+def admit(
+    quotas: Iterable[ResourceQuota],
+    limit_ranges: Iterable[LimitRange],
+    namespace_pods: Iterable[Pod],
+    operation: Operation,
+    old_pod: Pod | None,
+    new_pod: Pod,
+    *,
+    now: datetime | None = None,
+) -> Allowed | Denied:
+    """Admit a pod create or resize in one namespace.
+
+    `namespace_pods` are the namespace's pods as stored (the resized pod may be among them in
+    its current state; it is counted as `old_pod`). `old_pod` is required for RESIZE.
+    `now` lets quota stop charging pods stuck terminating past their grace period.
+    """
+    ranges = sorted(limit_ranges, key=lambda lr: lr.metadata.name or "")
+    pod = new_pod
+    if operation == "CREATE":
+        pod = apply_limit_range_defaults(apply_api_defaults(new_pod), ranges)
+    elif old_pod is None:
+        raise ValueError("a RESIZE needs the pod as stored (old_pod)")
+    error = validate_limit_ranges(ranges, pod)
+    if error is not None:
+        return _forbidden(pod, error)
+    error = check_quotas(quotas, namespace_pods, operation, old_pod, pod, now=now)
+    if error is not None:
+        return _forbidden(pod, error)
+    return Allowed(pod)
+
+
+# --- defaults -------------------------------------------------------------------------------------
+
+
+def apply_api_defaults(pod: Pod) -> Pod:
+    """SetDefaults_Pod's resource rule: a container's missing request defaults to its limit.
+
+    The apiserver does this before any admission plugin; LimitRanger's defaultRequest must only
+    fill what is still missing afterwards. Returns a copy; idempotent.
+    """
+    result = pod.model_copy(deep=True)
+    for container in [*result.spec.containers, *(result.spec.init_containers or [])]:
+        limits = container.resources.limits or {}
+        requests = container.resources.requests
+        missing = {
+            name: q for name, q in limits.items() if requests is None or name not in requests
+        }
+        if missing:
+            container.resources.requests = {**(requests or {}), **missing}
+    return result
+
+
+def default_limit_range_item(item: LimitRangeItem) -> LimitRangeItem:
+    """SetDefaults_LimitRangeItem, for Container items: default ← max, defaultRequest ←
+    default, then defaultRequest ← min. The apiserver applies it when a LimitRange is
+    stored; applying it again is harmless, and guards against a LimitRange stored without it."""
+    if item.type != "Container":
+        return item
+    default = dict(item.default or {})
+    for name, quantity in (item.max or {}).items():
+        default.setdefault(name, quantity)
+    default_request = dict(item.default_request or {})
+    for name, quantity in default.items():
+        default_request.setdefault(name, quantity)
+    for name, quantity in (item.min or {}).items():
+        default_request.setdefault(name, quantity)
+    return item.model_copy(update={"default": default, "default_request": default_request})
+
+
+def _merge_defaults(
+    container: Container, limits: ResourceList, requests: ResourceList, prefix: str
+) -> list[str]:
+    """mergeContainerResources: fill what the container leaves unset; say what was set."""
+    own_limits = dict(container.resources.limits or {})
+    own_requests = dict(container.resources.requests or {})
+    set_limits = sorted(name for name in limits if name not in own_limits)
+    set_requests = sorted(name for name in requests if name not in own_requests)
+    if not set_limits and not set_requests:
+        return []
+    container.resources.limits = {**own_limits, **{n: limits[n] for n in set_limits}}
+    container.resources.requests = {**own_requests, **{n: requests[n] for n in set_requests}}
+    notes = []
+    if set_requests:
+        notes.append(f"{', '.join(set_requests)} request for {prefix} {container.name}")
+    if set_limits:
+        notes.append(f"{', '.join(set_limits)} limit for {prefix} {container.name}")
+    return notes
+
+
+def apply_limit_range_defaults(pod: Pod, limit_ranges: Sequence[LimitRange]) -> Pod:
+    """LimitRanger's mutation on create: per LimitRange, the Container items' `default` limits
+    and `defaultRequest` requests fill what each container leaves unset, noted in the
+    `kubernetes.io/limit-ranger` annotation. Returns a copy."""
+    result = pod.model_copy(deep=True)
+    for limit_range in limit_ranges:
+        limits: ResourceList = {}
+        requests: ResourceList = {}
+        for item in limit_range.spec.limits:
+            if item.type == "Container":
+                item = default_limit_range_item(item)
+                requests.update(item.default_request or {})
+                limits.update(item.default or {})
+        notes: list[str] = []
+        for container in result.spec.containers:
+            notes += _merge_defaults(container, limits, requests, "container")
+        for container in result.spec.init_containers or []:
+            notes += _merge_defaults(container, limits, requests, "init container")
+        if notes:
+            annotations = dict(result.metadata.annotations or {})
+            annotations[LIMIT_RANGER_ANNOTATION] = "LimitRanger plugin set: " + "; ".join(notes)
+            result.metadata.annotations = annotations
+    return result
+
+
+# --- LimitRange validation ------------------------------------------------------------------------
+
+
+def _comparable(*quantities: Quantity) -> list[int]:
+    """requestLimitEnforcedValues: milli-units when none overflows int64 there, else units."""
+    values = [q.value() for q in quantities]
+    if all(v <= _MAX_MILLI_VALUE for v in values):
+        return [q.milli_value() for q in quantities]
+    return values
+
+
+def _min_error(
+    kind: str, name: str, enforced: Quantity, requests: ResourceList, limits: ResourceList
+) -> str | None:
+    request, limit = requests.get(name), limits.get(name)
+    req, lim, enf = _comparable(request or ZERO, limit or ZERO, enforced)
+    if request is None:
+        return f"minimum {name} usage per {kind} is {enforced}.  No request is specified"
+    if req < enf:
+        return f"minimum {name} usage per {kind} is {enforced}, but request is {request}"
+    if limit is not None and lim < enf:
+        return f"minimum {name} usage per {kind} is {enforced}, but limit is {limit}"
+    return None
+
+
+def _max_error(
+    kind: str, name: str, enforced: Quantity, requests: ResourceList, limits: ResourceList
+) -> str | None:
+    request, limit = requests.get(name), limits.get(name)
+    req, lim, enf = _comparable(request or ZERO, limit or ZERO, enforced)
+    if limit is None:
+        return f"maximum {name} usage per {kind} is {enforced}.  No limit is specified"
+    if lim > enf:
+        return f"maximum {name} usage per {kind} is {enforced}, but limit is {limit}"
+    if request is not None and req > enf:
+        return f"maximum {name} usage per {kind} is {enforced}, but request is {request}"
+    return None
+
+
+def _ratio_error(
+    kind: str, name: str, enforced: Quantity, requests: ResourceList, limits: ResourceList
+) -> str | None:
+    request, limit = requests.get(name), limits.get(name)
+    req, lim, _ = _comparable(request or ZERO, limit or ZERO, enforced)
+    prefix = f"{name} max limit to request ratio per {kind} is {enforced}"
+    if request is None or req == 0:
+        return f"{prefix}, but no request is specified or request is 0"
+    if limit is None or lim == 0:
+        return f"{prefix}, but no limit is specified or limit is 0"
+    observed = lim / req
+    shown = observed
+    ceiling = float(enforced.value())
+    if enforced.value() <= _MAX_MILLI_VALUE:
+        observed *= 1000
+        ceiling = float(enforced.milli_value())
+    if observed > ceiling:
+        return f"{prefix}, but provided ratio is {shown:f}"
+    return None
+
+
+def _item_errors(item: LimitRangeItem, requests: ResourceList, limits: ResourceList) -> list[str]:
+    errors: list[str] = []
+    checks = (
+        (item.min, _min_error),
+        (item.max, _max_error),
+        (item.max_limit_request_ratio, _ratio_error),
+    )
+    for bounds, check in checks:
+        for name in sorted(bounds or {}):
+            error = check(item.type, name, (bounds or {})[name], requests, limits)
+            if error is not None:
+                errors.append(error)
+    return errors
+
+
+def _without_overhead(pod: Pod) -> Pod:
+    # LimitRanger's Pod type bounds what the containers ask for; the runtime's overhead is not
+    # the user's to bound.
+    return pod.model_copy(update={"spec": pod.spec.model_copy(update={"overhead": None})})
+
+
+def limit_range_errors(limit_range: LimitRange, pod: Pod) -> list[str]:
+    """PodValidateLimitFunc: every violation of one LimitRange, in a stable order.
+
+    Container items bound each container and init container (requests defaulted from limits);
+    Pod items bound the pod's aggregate requests and limits (sidecar rules, no overhead).
+    """
+    errors: list[str] = []
+    for item in limit_range.spec.limits:
+        if item.type == "Container":
+            for container in [*pod.spec.containers, *(pod.spec.init_containers or [])]:
+                requests = container_requests(container)
+                limits = dict(container.resources.limits or {})
+                errors += _item_errors(item, requests, limits)
+        elif item.type == "Pod":
+            bare = _without_overhead(pod)
+            requests = pod_requests(bare, source="spec")
+            limits = pod_limits(bare, source="spec")
+            errors += _item_errors(item, requests, limits)
+    return errors
+
+
+def _aggregate_message(errors: Sequence[str]) -> str:
+    """utilerrors.NewAggregate(...).Error(): duplicates dropped, brackets for more than one."""
+    unique = list(dict.fromkeys(errors))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+
+
+def validate_limit_ranges(limit_ranges: Sequence[LimitRange], pod: Pod) -> str | None:
+    """The error of the first LimitRange the pod violates, else None."""
+    for limit_range in limit_ranges:
+        errors = limit_range_errors(limit_range, pod)
+        if errors:
+            return _aggregate_message(errors)
+    return None
+
+
+# --- ResourceQuota --------------------------------------------------------------------------------
+
+
+def _constraints_error(required: Iterable[str], pod: Pod) -> str | None:
+    """podEvaluator.Constraints: with cpu or memory under quota, every container must say so.
+
+    "must specify limits.cpu for: app,sidecar; requests.memory for: app", names sorted.
+    """
+    required_set = VALIDATION_SET.intersection(required)
+    missing: dict[str, set[str]] = {}
+    for container in [*pod.spec.containers, *(pod.spec.init_containers or [])]:
+        for name in required_set - container_usage_names(container):
+            missing.setdefault(name, set()).add(container.name)
+    if not missing:
+        return None
+    parts = [f"{name} for: {','.join(sorted(missing[name]))}" for name in sorted(missing)]
+    return "must specify " + "; ".join(parts)
+
+
+def _pretty(resources: Mapping[str, Quantity]) -> str:
+    """prettyPrint: "name=value" sorted by name, joined by commas."""
+    return ",".join(f"{name}={resources[name]}" for name in sorted(resources))
+
+
+def _mask(resources: Mapping[str, Quantity], names: Iterable[str]) -> ResourceList:
+    return {name: resources[name] for name in names if name in resources}
+
+
+def _non_negative_delta(new: ResourceList, old: ResourceList) -> ResourceList:
+    """SubtractWithNonNegativeResult then RemoveZeros: what an update newly consumes."""
+    delta = subtract(new, old)
+    return {name: q for name, q in delta.items() if ZERO < q and name in new}
+
+
+def check_quotas(
+    quotas: Iterable[ResourceQuota],
+    namespace_pods: Iterable[Pod],
+    operation: Operation,
+    old_pod: Pod | None,
+    new_pod: Pod,
+    *,
+    now: datetime | None = None,
+) -> str | None:
+    """ResourceQuota's CheckRequest for one pod: the first refusal, else None.
+
+    For every quota whose hard resources a pod can consume and whose scopes select the pod:
+    the "must specify" constraints, then used + requested ≤ hard for what the request adds
+    ("exceeded quota: NAME, requested: …, used: …, limited: …", only the exceeded resources).
+    """
+    key = (new_pod.metadata.namespace, new_pod.metadata.name)
+    others = [pod for pod in namespace_pods if (pod.metadata.namespace, pod.metadata.name) != key]
+    current = others if old_pod is None else [*others, old_pod]
+    interesting: list[tuple[ResourceQuota, ResourceList]] = []
+    for quota in sorted(quotas, key=lambda q: q.metadata.name or ""):
+        hard = quota_hard(quota)
+        restricted = matching_resources(hard)
+        if not restricted or not matches_scopes(quota, new_pod):
+            continue
+        error = _constraints_error(restricted, new_pod)
+        if error is not None:
+            return f"failed quota: {quota.metadata.name}: {error}"
+        interesting.append((quota, hard))
+
+    new_usage = pod_usage(new_pod, now)
+    for quota, hard in interesting:
+        if operation == "RESIZE" and old_pod is not None and matches_scopes(quota, old_pod):
+            delta = _non_negative_delta(new_usage, pod_usage(old_pod, now))
+        else:
+            delta = {name: q for name, q in new_usage.items() if not q.is_zero()}
+        requested = _mask(delta, hard)
+        if not requested:
+            continue
+        used = quota_used(quota, current, now)
+        after = add(_mask(used, requested), requested)
+        exceeded = sorted(name for name, q in after.items() if hard[name] < q)
+        if exceeded:
+            return (
+                f"exceeded quota: {quota.metadata.name}, "
+                f"requested: {_pretty(_mask(requested, exceeded))}, "
+                f"used: {_pretty(_mask(used, exceeded))}, "
+                f"limited: {_pretty(_mask(hard, exceeded))}"
+            )
+    return None

@@ -1,0 +1,42 @@
+"""The quota role: ResourceQuota and LimitRange admission for the apiserver (issue 6).
+
+It keeps pods, quotas and limit ranges from the log (a read model over `pods` and `policy`),
+answers the apiserver's AdmissionReview on POST /admit, and keeps each ResourceQuota's
+`status.used` up to date from the same read model (`status.QuotaStatus`).
+"""
+
+from __future__ import annotations
+
+from starlette.routing import Route
+
+from inplace.core.bus.producer import EventProducer
+from inplace.core.readmodel import ReadModel
+from inplace.core.service import RoleServer
+from inplace.core.settings import Settings
+from schemas.events import PODS, POLICY
+from services.quota.status import QuotaStatus
+from services.quota.webhook import QuotaWebhook
+
+ROLE = "quota"
+INPUT_TOPICS = (PODS, POLICY)
+
+
+async def run(settings: Settings, *, host: str, port: int) -> None:
+    model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS, window=1)
+    producer = EventProducer(
+        settings.kafka_bootstrap, client_id=ROLE, topic_prefix=settings.topic_prefix
+    )
+    await producer.start()
+    webhook = QuotaWebhook(model)
+    status = QuotaStatus(model, producer)
+    server = RoleServer(
+        ROLE,
+        host=host,
+        port=port,
+        routes=[Route("/admit", webhook.handle, methods=["POST"])],
+        ready=model.ready.is_set,
+    )
+    try:
+        await server.run({"read-model": model.run, "status": status.run})
+    finally:
+        await producer.stop()

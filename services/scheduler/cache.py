@@ -1,0 +1,627 @@
+"""The scheduler's cache: nodes, and running sums of the pods placed on them (issue 6).
+
+Like kube-scheduler's NodeInfo (pkg/scheduler/framework/types.go), every node keeps the sum of
+the requests of its pods. A pod change subtracts the pod's old contribution and adds its new one,
+so an add, update or removal costs O(resources) after O(containers) to price the pod, and nothing
+ever re-sums a node. Nodes and pods arrive on different topics, so either may come first: a pod
+bound to a node the cache has not seen yet is counted on a placeholder ("ghost") node that the
+node's registration later fills in, as kube-scheduler's cache does.
+
+What a placed pod counts for is KEP-1287's "Scheduler and API Server Interaction":
+- no resize, Proposed, InProgress, Deferred: per container, the max of the desired requests
+  (spec) and what the node already granted (`allocatedResources`, `status...resources`). The
+  scheduler must be pessimistic and assume a pending resize will be accepted, and a shrink keeps
+  its old size until the kubelet has actually applied it.
+- Infeasible: only what the node granted, since the kubelet will never apply that spec.
+This is Kubernetes' `determineContainerReqs` (component-helpers/resource). Containers are then
+aggregated by `schemas.resources` (sidecars, init-container peak, overhead).
+
+The cache also holds the pods that failed to schedule (kube-scheduler's unschedulable pods), so
+`placement.pending_to_retry` can pick the few that a freed node may now host.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from schemas.k8s import (
+    RESOURCE_CPU,
+    RESOURCE_MEMORY,
+    RESOURCE_PODS,
+    Container,
+    Node,
+    Pod,
+    PodSpec,
+    PodStatus,
+    ResourceList,
+    ResourceRequirements,
+    Taint,
+)
+from schemas.quantity import ZERO, Quantity
+from schemas.resources import (
+    container_requests,
+    granted_requests,
+    is_resize_infeasible,
+    is_sidecar,
+    pod_requests,
+    resize_aware_requests,
+)
+
+__all__ = [
+    "DEFAULT_MEMORY_REQUEST",
+    "DEFAULT_MILLI_CPU_REQUEST",
+    "CapacityFreed",
+    "ClusterChange",
+    "FreeReason",
+    "NodeInfo",
+    "PendingPod",
+    "PendingPodShrunk",
+    "PodDemand",
+    "SchedulerCache",
+    "amount",
+    "effective_requests",
+    "is_resize_infeasible",
+    "pod_demand",
+    "pod_key",
+]
+
+# pkg/scheduler/util: scoring counts a container without a cpu/memory request as requesting
+# this much, so best-effort pods still spread instead of piling onto one "empty" node.
+DEFAULT_MILLI_CPU_REQUEST: Final = 100
+DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024
+
+_NON_MISSING: Final[ResourceList] = {
+    RESOURCE_CPU: Quantity.from_milli(DEFAULT_MILLI_CPU_REQUEST),
+    RESOURCE_MEMORY: Quantity.from_int(DEFAULT_MEMORY_REQUEST),
+}
+
+# DefaultTolerationSeconds gives every pod these tolerations (NoExecute, for 300s), so a node
+# that is merely not-ready or unreachable does not repel new pods at the filter.
+_DEFAULT_TOLERATED: Final = frozenset(
+    {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}
+)
+
+_UNSCHEDULABLE: Final = "node(s) were unschedulable"
+
+FreeReason = Literal["PodDeleted", "PodScaledDown", "NodeAdded", "NodeCapacityChanged"]
+
+
+def pod_key(pod: Pod) -> str:
+    """`namespace/name`: the key of the `pods` topic, so the cache and the log agree."""
+    return f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
+
+
+def amount(name: str, quantity: Quantity) -> int:
+    """The integer kube-scheduler compares for a resource: milli-cpu, else whole units (bytes).
+
+    Both round up (away from zero), as Quantity.MilliValue/Value do.
+    """
+    return quantity.milli_value() if name == RESOURCE_CPU else quantity.value()
+
+
+# --- what one pod takes from its node -------------------------------------------------------------
+
+
+def _with_container_requests(
+    pod: Pod, regular: list[ResourceList], init: list[ResourceList]
+) -> Pod:
+    """A bare copy of `pod` whose containers request exactly the given lists.
+
+    schemas.resources owns Kubernetes' aggregation (sidecars, init-container peak, overhead);
+    feeding it per-container requests chosen here keeps one definition of that arithmetic.
+    """
+
+    def bare(container: Container, requests: ResourceList) -> Container:
+        return Container.model_construct(
+            name=container.name,
+            restart_policy=container.restart_policy,
+            resources=ResourceRequirements.model_construct(requests=requests, limits=None),
+        )
+
+    init_containers = pod.spec.init_containers or []
+    spec = PodSpec.model_construct(
+        containers=[bare(c, r) for c, r in zip(pod.spec.containers, regular, strict=True)],
+        init_containers=[bare(c, r) for c, r in zip(init_containers, init, strict=True)] or None,
+        overhead=pod.spec.overhead,
+    )
+    return Pod.model_construct(spec=spec, status=PodStatus.model_construct())
+
+
+def _per_container(pod: Pod) -> tuple[list[ResourceList], list[ResourceList]] | None:
+    """Each container's requests under KEP-1287's rule, or None when every container counts
+    its spec (nothing granted yet: the pods being scheduled), which needs no rebuild."""
+    statuses = {
+        s.name: s
+        for s in [
+            *(pod.status.init_container_statuses or []),
+            *(pod.status.container_statuses or []),
+        ]
+        if granted_requests(s) is not None
+    }
+    if not statuses:
+        return None
+    infeasible = is_resize_infeasible(pod)
+    regular = [
+        resize_aware_requests(c, statuses.get(c.name), infeasible) for c in pod.spec.containers
+    ]
+    # Only sidecars can be resized (KEP-1287 "Sidecars"); a classic init container runs once,
+    # with its spec.
+    init = [
+        resize_aware_requests(c, statuses.get(c.name), infeasible)
+        if is_sidecar(c)
+        else container_requests(c)
+        for c in pod.spec.init_containers or []
+    ]
+    return regular, init
+
+
+def _aggregate(
+    pod: Pod, per_container: tuple[list[ResourceList], list[ResourceList]] | None
+) -> ResourceList:
+    if per_container is None:
+        return pod_requests(pod, source="spec")
+    return pod_requests(_with_container_requests(pod, *per_container), source="spec")
+
+
+def effective_requests(pod: Pod) -> ResourceList:
+    """The pod's requests as the scheduler counts them (KEP-1287 rule, then aggregation)."""
+    return _aggregate(pod, _per_container(pod))
+
+
+@dataclass(frozen=True, slots=True)
+class PodDemand:
+    """What one pod takes from its node, in the integers the scheduler compares.
+
+    `cpu` is milli-cpu, `memory` bytes, `others` every other requested resource (name, units),
+    zero requests dropped as kube-scheduler ignores them. `non_zero_*` are for scoring only:
+    the same requests with the 100m / 200Mi defaults for containers that set none.
+    """
+
+    cpu: int
+    memory: int
+    others: tuple[tuple[str, int], ...]
+    non_zero_cpu: int
+    non_zero_memory: int
+
+    def requests(self) -> dict[str, int]:
+        """All non-zero requests by resource name."""
+        result = dict(self.others)
+        if self.cpu:
+            result[RESOURCE_CPU] = self.cpu
+        if self.memory:
+            result[RESOURCE_MEMORY] = self.memory
+        return result
+
+    def shrinks(self, other: PodDemand) -> bool:
+        """True when `other` asks less than this demand for some resource (it frees capacity)."""
+        before = self.requests()
+        after = other.requests()
+        return any(after.get(name, 0) < value for name, value in before.items())
+
+
+def _non_missing(requests: ResourceList) -> ResourceList:
+    return {**_NON_MISSING, **requests}
+
+
+def _non_zero_requests(
+    pod: Pod, per_container: tuple[list[ResourceList], list[ResourceList]] | None
+) -> ResourceList:
+    """The requests scoring counts: 100m / 200Mi for each container that sets none."""
+    if per_container is None:
+        regular = [container_requests(c) for c in pod.spec.containers]
+        init = [container_requests(c) for c in pod.spec.init_containers or []]
+        if all(_NON_MISSING.keys() <= r.keys() for r in [*regular, *init]):
+            return pod_requests(pod, source="spec")
+    else:
+        regular, init = per_container
+    return pod_requests(
+        _with_container_requests(
+            pod, [_non_missing(r) for r in regular], [_non_missing(r) for r in init]
+        ),
+        source="spec",
+    )
+
+
+def pod_demand(pod: Pod) -> PodDemand:
+    """Price a pod once (O(containers)); the cache stores the result, never the pod."""
+    per_container = _per_container(pod)
+    requests = _aggregate(pod, per_container)
+    non_zero = _non_zero_requests(pod, per_container)
+    ints = {name: amount(name, q) for name, q in requests.items()}
+    others = tuple(
+        sorted(
+            (name, value)
+            for name, value in ints.items()
+            if name not in (RESOURCE_CPU, RESOURCE_MEMORY) and value != 0
+        )
+    )
+    return PodDemand(
+        cpu=ints.get(RESOURCE_CPU, 0),
+        memory=ints.get(RESOURCE_MEMORY, 0),
+        others=others,
+        # A pod without containers has no defaults to count (`.get`), only its overhead.
+        non_zero_cpu=amount(RESOURCE_CPU, non_zero.get(RESOURCE_CPU, ZERO)),
+        non_zero_memory=amount(RESOURCE_MEMORY, non_zero.get(RESOURCE_MEMORY, ZERO)),
+    )
+
+
+# --- nodes ----------------------------------------------------------------------------------------
+
+
+def _blocked_reason(node: Node) -> str | None:
+    """Why no pod may land here whatever its size, as kube-scheduler's filters word it.
+
+    NodeUnschedulable runs before TaintToleration, and a node fails on its first failing filter.
+    Pods here carry no tolerations beyond the DefaultTolerationSeconds ones.
+    """
+    if node.spec.unschedulable:
+        return _UNSCHEDULABLE
+    for taint in node.spec.taints or []:
+        if taint.effect == "PreferNoSchedule":
+            continue
+        if taint.effect == "NoExecute" and taint.key in _DEFAULT_TOLERATED:
+            continue
+        return _taint_reason(taint)
+    return None
+
+
+def _taint_reason(taint: Taint) -> str:
+    return f"node(s) had untolerated taint {{{taint.key}: {taint.value or ''}}}"
+
+
+class NodeInfo:
+    """One node's allocatable resources and the running sums of the pods on it."""
+
+    __slots__ = (
+        "allocatable_cpu",
+        "allocatable_memory",
+        "allocatable_others",
+        "allowed_pods",
+        "blocked_reason",
+        "free_cpu",
+        "free_memory",
+        "free_pods",
+        "name",
+        "non_zero_cpu",
+        "non_zero_free_cpu",
+        "non_zero_free_memory",
+        "non_zero_memory",
+        "pod_count",
+        "present",
+        "requested_cpu",
+        "requested_memory",
+        "requested_others",
+    )
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        # False for a ghost: pods are bound to it but its NodeRegistered has not been seen
+        # (or it was deleted while pods still counted on it). Ghosts are never scheduled onto.
+        self.present = False
+        self.allocatable_cpu = 0
+        self.allocatable_memory = 0
+        self.allocatable_others: dict[str, int] = {}
+        # Kubernetes reads allocatable["pods"]; a node that omits it accepts no pods.
+        self.allowed_pods = 0
+        self.blocked_reason: str | None = None
+        self.requested_cpu = 0
+        self.requested_memory = 0
+        self.requested_others: dict[str, int] = {}
+        self.non_zero_cpu = 0
+        self.non_zero_memory = 0
+        self.pod_count = 0
+        # allocatable minus the sums above, kept in step by _refresh: every decision reads them
+        # for every node, so they are computed once per change instead of once per look.
+        self.free_pods = 0
+        self.free_cpu = 0
+        self.free_memory = 0
+        self.non_zero_free_cpu = 0
+        self.non_zero_free_memory = 0
+
+    def allocatable(self) -> dict[str, int]:
+        """Allocatable per resource (cpu in milli), `pods` included."""
+        return {
+            RESOURCE_CPU: self.allocatable_cpu,
+            RESOURCE_MEMORY: self.allocatable_memory,
+            RESOURCE_PODS: self.allowed_pods,
+            **self.allocatable_others,
+        }
+
+    def requested(self) -> dict[str, int]:
+        """Sum of the requests of the pods on this node (cpu in milli); zero sums omitted."""
+        result = {name: value for name, value in self.requested_others.items() if value}
+        if self.requested_cpu:
+            result[RESOURCE_CPU] = self.requested_cpu
+        if self.requested_memory:
+            result[RESOURCE_MEMORY] = self.requested_memory
+        return result
+
+    def free(self, name: str) -> int:
+        """Allocatable minus requested for one resource (negative when overcommitted)."""
+        if name == RESOURCE_CPU:
+            return self.free_cpu
+        if name == RESOURCE_MEMORY:
+            return self.free_memory
+        return self.allocatable_others.get(name, 0) - self.requested_others.get(name, 0)
+
+    def _refresh(self) -> None:
+        self.free_pods = self.allowed_pods - self.pod_count
+        self.free_cpu = self.allocatable_cpu - self.requested_cpu
+        self.free_memory = self.allocatable_memory - self.requested_memory
+        self.non_zero_free_cpu = self.allocatable_cpu - self.non_zero_cpu
+        self.non_zero_free_memory = self.allocatable_memory - self.non_zero_memory
+
+    def _set_node(self, node: Node) -> None:
+        allocatable = node.status.allocatable or {}
+        ints = {name: amount(name, q) for name, q in allocatable.items()}
+        self.present = True
+        self.allocatable_cpu = ints.pop(RESOURCE_CPU, 0)
+        self.allocatable_memory = ints.pop(RESOURCE_MEMORY, 0)
+        self.allowed_pods = ints.pop(RESOURCE_PODS, 0)
+        self.allocatable_others = ints
+        self.blocked_reason = _blocked_reason(node)
+        self._refresh()
+
+    def _apply(self, demand: PodDemand, sign: int) -> None:
+        self.requested_cpu += sign * demand.cpu
+        self.requested_memory += sign * demand.memory
+        for name, value in demand.others:
+            total = self.requested_others.get(name, 0) + sign * value
+            if total:
+                self.requested_others[name] = total
+            else:
+                self.requested_others.pop(name, None)
+        self.non_zero_cpu += sign * demand.non_zero_cpu
+        self.non_zero_memory += sign * demand.non_zero_memory
+        self.pod_count += sign
+        self._refresh()
+
+    def _capacity_grew(self, before: tuple[int, int, int, dict[str, int], str | None]) -> bool:
+        cpu, memory, pods, others, blocked = before
+        if blocked is not None and self.blocked_reason is None:
+            return True
+        if self.allocatable_cpu > cpu or self.allocatable_memory > memory:
+            return True
+        if self.allowed_pods > pods:
+            return True
+        return any(value > others.get(name, 0) for name, value in self.allocatable_others.items())
+
+    def _snapshot(self) -> tuple[int, int, int, dict[str, int], str | None]:
+        return (
+            self.allocatable_cpu,
+            self.allocatable_memory,
+            self.allowed_pods,
+            dict(self.allocatable_others),
+            self.blocked_reason,
+        )
+
+
+# --- changes that may let pending pods in ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityFreed:
+    """A node now has room it did not have: a pod left or shrank, or the node grew or appeared.
+
+    Kubernetes' queueing hints for NodeResourcesFit react to exactly these (Pod/Delete,
+    UpdatePodScaleDown, Node/Add, UpdateNodeAllocatable); KEP-3953 relies on the last one.
+    """
+
+    node_name: str
+    reason: FreeReason
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPodShrunk:
+    """An unscheduled pod itself now asks for less."""
+
+    pod_key: str
+
+
+ClusterChange = CapacityFreed | PendingPodShrunk
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPod:
+    """A pod that failed to schedule, waiting for a change that may let it in."""
+
+    pod: Pod
+    demand: PodDemand
+    priority: int
+    seq: int  # arrival order: retries go by priority, then first come first served
+
+
+@dataclass(slots=True)
+class _Placed:
+    node_name: str
+    demand: PodDemand
+
+
+def _is_terminal(pod: Pod) -> bool:
+    # A finished pod holds nothing on its node any more.
+    return pod.status.phase in ("Succeeded", "Failed")
+
+
+class SchedulerCache:
+    """Nodes, the pods placed on them (as demands) and the pods waiting to be placed."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, NodeInfo] = {}
+        self._placed: dict[str, _Placed] = {}
+        self._pending: dict[str, PendingPod] = {}
+        # Pending pods sorted by cpu request: a freed node with f milli-cpu free can only take
+        # pods asking ≤ f, found by bisection instead of a scan of every pending pod.
+        self._pending_by_cpu: list[tuple[int, int, str]] = []
+        self._seq = itertools.count()
+        self._sorted: tuple[list[NodeInfo], list[NodeInfo]] | None = None
+
+    # -- nodes ------------------------------------------------------------------------------
+
+    def upsert_node(self, node: Node) -> CapacityFreed | None:
+        """NodeRegistered / NodeCapacityChanged / condition or taint updates (O(resources))."""
+        name = node.metadata.name or ""
+        info = self._nodes.get(name)
+        if info is None:
+            info = self._nodes[name] = NodeInfo(name)
+        was_present = info.present
+        was_blocked = info.blocked_reason
+        before = info._snapshot()
+        info._set_node(node)
+        if not was_present:
+            self._sorted = None
+            return CapacityFreed(name, "NodeAdded")
+        if info.blocked_reason != was_blocked:
+            self._sorted = None
+        return CapacityFreed(name, "NodeCapacityChanged") if info._capacity_grew(before) else None
+
+    def remove_node(self, name: str) -> None:
+        """NodeDeleted: stop scheduling onto it; pods still bound keep counting until removed."""
+        info = self._nodes.get(name)
+        if info is None:
+            return
+        if info.pod_count == 0:
+            del self._nodes[name]
+        else:
+            info.present = False
+        self._sorted = None
+
+    def node(self, name: str) -> NodeInfo | None:
+        """The node's info, ghosts included."""
+        return self._nodes.get(name)
+
+    def nodes(self) -> list[NodeInfo]:
+        """Registered nodes (no ghosts), by name: the order every decision walks them in."""
+        return list(self._node_order()[0])
+
+    def schedulable_nodes(self) -> list[NodeInfo]:
+        """Registered nodes that accept pods at all, by name. The cache's own list: read only."""
+        return self._node_order()[1]
+
+    def _node_order(self) -> tuple[list[NodeInfo], list[NodeInfo]]:
+        # Sorted once per node add/remove/(un)cordon, not per decision; the NodeInfo objects
+        # in it change in place as pods come and go.
+        if self._sorted is None:
+            present = sorted((n for n in self._nodes.values() if n.present), key=lambda n: n.name)
+            self._sorted = (present, [n for n in present if n.blocked_reason is None])
+        return self._sorted
+
+    # -- placed pods --------------------------------------------------------------------------
+
+    def upsert_pod(self, pod: Pod) -> ClusterChange | None:
+        """Any pod event folded into the pod (created, bound, resized, allocated, phase …).
+
+        Returns the change when it may let a pending pod in: a placed pod that shrank, or ended
+        (terminal phase), or a pending pod that now asks for less.
+        """
+        key = pod_key(pod)
+        node_name = pod.spec.node_name
+        if _is_terminal(pod):
+            return self.remove_pod(key)
+        if node_name is None:
+            return self._update_pending(key, pod)
+        return self._place(key, node_name, pod_demand(pod))
+
+    def assume(self, pod: Pod, node_name: str) -> None:
+        """Count a pod on the node just chosen for it, before its PodBound comes back.
+
+        The next decision must see the room this pod takes, or two pods could be placed into
+        the same gap; the PodBound that follows is then a no-op update.
+        """
+        self._place(pod_key(pod), node_name, pod_demand(pod))
+
+    def remove_pod(self, key: str) -> CapacityFreed | None:
+        """PodDeleted / PodEvicted / terminal phase: the pod's node gets its room back."""
+        self._drop_pending(key)
+        placed = self._placed.pop(key, None)
+        if placed is None:
+            return None
+        info = self._nodes[placed.node_name]
+        info._apply(placed.demand, -1)
+        if not info.present and info.pod_count == 0:
+            del self._nodes[placed.node_name]
+            return None
+        return CapacityFreed(placed.node_name, "PodDeleted")
+
+    def placed_node(self, key: str) -> str | None:
+        """The node a pod is counted on, if any."""
+        placed = self._placed.get(key)
+        return placed.node_name if placed is not None else None
+
+    def placed_demand(self, key: str) -> PodDemand | None:
+        """What a placed pod is counted for."""
+        placed = self._placed.get(key)
+        return placed.demand if placed is not None else None
+
+    def placed_keys(self) -> Iterator[str]:
+        return iter(self._placed)
+
+    def _place(self, key: str, node_name: str, demand: PodDemand) -> CapacityFreed | None:
+        self._drop_pending(key)
+        old = self._placed.get(key)
+        info = self._nodes.get(node_name)
+        if info is None:
+            info = self._nodes[node_name] = NodeInfo(node_name)  # ghost until it registers
+        if old is None:
+            self._placed[key] = _Placed(node_name, demand)
+            info._apply(demand, +1)
+            return None
+        if old.node_name == node_name:
+            if old.demand == demand:
+                return None
+            shrunk = old.demand.shrinks(demand)
+            info._apply(old.demand, -1)
+            info._apply(demand, +1)
+            old.demand = demand
+            return CapacityFreed(node_name, "PodScaledDown") if shrunk else None
+        # A pod never moves in Kubernetes; if the log says otherwise, believe the newest fact.
+        freed = self.remove_pod(key)
+        self._placed[key] = _Placed(node_name, demand)
+        self._nodes.setdefault(node_name, NodeInfo(node_name))._apply(demand, +1)
+        return freed
+
+    # -- pending pods ---------------------------------------------------------------------------
+
+    def mark_unschedulable(self, pod: Pod) -> None:
+        """Park a pod that failed to schedule until a change may let it in."""
+        self._park(pod_key(pod), pod, pod_demand(pod))
+
+    def _park(self, key: str, pod: Pod, demand: PodDemand) -> None:
+        previous = self._pending.get(key)
+        if previous is not None and previous.demand == demand:
+            self._pending[key] = PendingPod(pod, demand, previous.priority, previous.seq)
+            return
+        self._drop_pending(key)
+        seq = previous.seq if previous is not None else next(self._seq)
+        self._pending[key] = PendingPod(pod, demand, pod.spec.priority or 0, seq)
+        bisect.insort(self._pending_by_cpu, (demand.cpu, seq, key))
+
+    def pending(self, key: str) -> PendingPod | None:
+        return self._pending.get(key)
+
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    def pending_up_to_cpu(self, milli_cpu: int) -> list[PendingPod]:
+        """Pending pods asking at most `milli_cpu` (bisection: O(log n + answer))."""
+        end = bisect.bisect_right(self._pending_by_cpu, (milli_cpu, float("inf"), ""))
+        return [self._pending[key] for _, _, key in self._pending_by_cpu[:end]]
+
+    def _update_pending(self, key: str, pod: Pod) -> PendingPodShrunk | None:
+        previous = self._pending.get(key)
+        if previous is None:
+            return None  # a new pod: the loop schedules it; nothing waits on it yet
+        demand = pod_demand(pod)
+        self._park(key, pod, demand)
+        return PendingPodShrunk(key) if previous.demand.shrinks(demand) else None
+
+    def _drop_pending(self, key: str) -> None:
+        previous = self._pending.pop(key, None)
+        if previous is None:
+            return
+        entry = (previous.demand.cpu, previous.seq, key)
+        index = bisect.bisect_left(self._pending_by_cpu, entry)
+        del self._pending_by_cpu[index]

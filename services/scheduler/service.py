@@ -1,0 +1,300 @@
+"""The scheduler role: resize-aware placement of pending pods (issue 6).
+
+A read model follows `pods` and `nodes` from offset 0 and, after every record, folds the changed
+pod or node into the SchedulerCache: one pod re-priced, one node's sums adjusted, never a
+re-sum. Each record may also leave work behind: a pod that waits for a node (new, or evicted
+back to Pending), or a change that may let a parked pod in (a node added or grown, a pod
+deleted, a resize that shrinks: the queueing hints of NodeResourcesFit, KEP-3953 included).
+The decision loop wakes on that work, never on a timer.
+
+Level-triggered, so a SIGKILL at any point is harmless: after a restart the model is replayed
+before any decision, and a pod whose PodBound is in the log has a nodeName and is never bound
+again. A binding is assumed in the cache the moment it is decided, as kube-scheduler assumes
+before it binds, so the next decision sees the room it takes before the PodBound comes back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from datetime import UTC, datetime
+
+from prometheus_client import Counter, Gauge
+
+from inplace.core.bus.consumer import Record
+from inplace.core.bus.producer import EventProducer, Position
+from inplace.core.observability.metrics import EVENTS_PRODUCED
+from inplace.core.readmodel import ReadModel
+from inplace.core.service import RoleServer
+from inplace.core.settings import Settings
+from schemas import events as ev
+from schemas.envelope import Envelope, EventPayload
+from schemas.events import NODES, PODS
+from schemas.k8s import Event, EventType, ObjectMeta, ObjectReference, Pod
+from services.scheduler.cache import ClusterChange, SchedulerCache
+from services.scheduler.placement import Bound, pending_to_retry, schedule
+
+ROLE = "scheduler"
+INPUT_TOPICS = (PODS, NODES)
+# The name kube-scheduler answers to (spec.schedulerName) and reports its events as.
+DEFAULT_SCHEDULER = "default-scheduler"
+# Decisions are sent without waiting for each acknowledgement; every this many, the loop waits
+# for the broker and lets the read model and the HTTP server run.
+SEND_WINDOW = 500
+YIELD_EVERY = 256
+
+log = logging.getLogger(__name__)
+
+# kube-scheduler's metric names: attempts by result, and pods waiting by queue ("active": not
+# tried yet; "unschedulable": parked until a change may let them in).
+SCHEDULE_ATTEMPTS = Counter(
+    "scheduler_schedule_attempts_total",
+    "Attempts to schedule pods, by result (scheduled, unschedulable, error)",
+    ["result"],
+)
+PENDING_PODS = Gauge("scheduler_pending_pods", "Pods waiting to be scheduled, by queue", ["queue"])
+
+
+def pod_key(namespace: str, name: str) -> str:
+    """`namespace/name`: the `pods` topic key, and the SchedulerCache's key."""
+    return f"{namespace}/{name}"
+
+
+def _is_terminal(pod: Pod) -> bool:
+    return pod.status.phase in ("Succeeded", "Failed")
+
+
+def _unschedulable_message(pod: Pod) -> str | None:
+    """The message of the pod's PodScheduled=False condition, as the log last said it."""
+    for condition in pod.status.conditions or []:
+        if condition.type == "PodScheduled" and condition.status == "False":
+            return condition.message
+    return None
+
+
+def scheduling_event(
+    pod: Pod, *, type_: EventType, reason: str, action: str, message: str, now: datetime
+) -> Event:
+    """An Event about `pod` as kube-scheduler's events/v1 recorder writes it, in its core/v1
+    view: named `<pod>.<unix nanos in hex>`, reported by default-scheduler."""
+    name = pod.metadata.name or ""
+    nanos = int(now.timestamp() * 1_000_000) * 1000
+    return Event(
+        metadata=ObjectMeta(name=f"{name}.{nanos:x}", namespace=pod.metadata.namespace),
+        involved_object=ObjectReference(
+            kind="Pod",
+            api_version="v1",
+            namespace=pod.metadata.namespace,
+            name=name,
+            uid=pod.metadata.uid,
+            resource_version=pod.metadata.resource_version,
+        ),
+        reason=reason,
+        message=message,
+        type=type_,
+        action=action,
+        event_time=now,
+        reporting_component=DEFAULT_SCHEDULER,
+        reporting_instance=f"{DEFAULT_SCHEDULER}-{socket.gethostname()}",
+    )
+
+
+class Scheduler:
+    """The cache kept by the read model's records, and the loop that decides from it."""
+
+    def __init__(self, model: ReadModel, producer: EventProducer) -> None:
+        self.model = model
+        self.producer = producer
+        self.cache = SchedulerCache()
+        # Pods to try, first come first served, each with the envelope that made it pending.
+        # Only a hint: a pod is re-read from the model when its turn comes.
+        self._queue: dict[str, Envelope] = {}
+        # Changes that may let parked pods in, in arrival order (duplicates collapse).
+        self._changes: dict[ClusterChange, Envelope] = {}
+        # The unschedulable message last published per pod, until its echo is in the model.
+        self._reported: dict[str, str] = {}
+        self._wake = asyncio.Event()
+        model.on_apply(self._observe)
+
+    # -- the read model's records -> cache and work ---------------------------------------------
+
+    def _observe(self, record: Record) -> None:
+        envelope = record.envelope
+        payload = envelope.payload
+        if isinstance(payload, ev.PodEvent):
+            changes = self._observe_pod(payload, envelope)
+        elif isinstance(payload, ev.NodeEvent):
+            changes = self._observe_node(payload)
+        else:
+            return
+        # Before the model has caught up, a change means nothing: the first pass after it
+        # tries every pending pod anyway.
+        if self.model.ready.is_set():
+            for change in changes:
+                self._changes.setdefault(change, envelope)
+        if self._queue or self._changes:
+            self._wake.set()
+
+    def _observe_pod(self, payload: ev.PodEvent, envelope: Envelope) -> list[ClusterChange]:
+        key = pod_key(payload.namespace, payload.name)
+        pod: Pod | None = self.model.get("pods", (payload.namespace, payload.name))
+        changes: list[ClusterChange | None] = []
+        if pod is None:  # deleted
+            self._queue.pop(key, None)
+            self._reported.pop(key, None)
+            changes.append(self.cache.remove_pod(key))
+            return [c for c in changes if c is not None]
+        if isinstance(payload, ev.PodEvicted):
+            # Back to Pending (KEP-3953 unplug): its old node gets the room back first.
+            changes.append(self.cache.remove_pod(key))
+        changes.append(self.cache.upsert_pod(pod))
+        if pod.spec.node_name is not None or _is_terminal(pod):
+            self._queue.pop(key, None)
+            self._reported.pop(key, None)
+        elif (
+            pod.spec.scheduler_name in (None, DEFAULT_SCHEDULER)
+            and self.cache.placed_node(key) is None  # assumed, its PodBound on the way
+            and self.cache.pending(key) is None  # parked: a change will bring it back
+        ):
+            self._queue.setdefault(key, envelope)
+        return [c for c in changes if c is not None]
+
+    def _observe_node(self, payload: ev.NodeEvent) -> list[ClusterChange]:
+        node = self.model.get("nodes", payload.name)
+        if node is None:
+            self.cache.remove_node(payload.name)
+            return []
+        change = self.cache.upsert_node(node)
+        return [change] if change is not None else []
+
+    # -- decisions ------------------------------------------------------------------------------
+
+    def _gauges(self) -> None:
+        PENDING_PODS.labels("active").set(len(self._queue))
+        PENDING_PODS.labels("unschedulable").set(self.cache.pending_count())
+
+    async def run(self) -> None:
+        await self.model.ready.wait()
+        log.info(
+            "caught up: %d pods to schedule, %d nodes", len(self._queue), len(self.cache.nodes())
+        )
+        while True:
+            self._gauges()
+            await self._wake.wait()
+            self._wake.clear()
+            await self._drain()
+
+    async def _drain(self) -> None:
+        """Work until nothing is left: retries for the changes first (those pods have waited
+        longest), then the pods not tried yet."""
+        sends: list[asyncio.Future[Position]] = []
+        steps = 0
+        while self._changes or self._queue:
+            steps += 1
+            if steps % YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # a long backlog must not starve the read model
+            if self._changes:
+                change = next(iter(self._changes))
+                cause = self._changes.pop(change)
+                for key in pending_to_retry(self.cache, change):
+                    await self._attempt(key, cause, sends)
+            else:
+                key = next(iter(self._queue))
+                await self._attempt(key, self._queue.pop(key), sends)
+            if len(sends) >= SEND_WINDOW:
+                await self._flush(sends)
+        await self._flush(sends)
+
+    async def _flush(self, sends: list[asyncio.Future[Position]]) -> None:
+        try:
+            await asyncio.gather(*sends)
+        finally:
+            sends.clear()
+        self._gauges()
+
+    async def _attempt(
+        self, key: str, cause: Envelope, sends: list[asyncio.Future[Position]]
+    ) -> None:
+        namespace, name = key.split("/", 1)
+        pod: Pod | None = self.model.get("pods", (namespace, name))
+        if (
+            pod is None
+            or pod.spec.node_name is not None
+            or _is_terminal(pod)
+            or self.cache.placed_node(key) is not None
+        ):
+            return  # level-triggered: only a pod pending now is scheduled
+        try:
+            outcome = schedule(self.cache, pod)
+        except Exception:
+            SCHEDULE_ATTEMPTS.labels("error").inc()
+            log.exception("scheduling %s failed", key)
+            return
+        now = datetime.now(UTC)
+        uid = pod.metadata.uid or ""
+        if isinstance(outcome, Bound):
+            SCHEDULE_ATTEMPTS.labels("scheduled").inc()
+            self.cache.assume(pod, outcome.node_name)
+            self._reported.pop(key, None)
+            message = f"Successfully assigned {key} to {outcome.node_name}"
+            await self._send(
+                sends,
+                cause,
+                ev.PodBound(namespace=namespace, name=name, uid=uid, node_name=outcome.node_name),
+                ev.KubeEventRecorded(
+                    event=scheduling_event(
+                        pod,
+                        type_="Normal",
+                        reason="Scheduled",
+                        action="Binding",
+                        message=message,
+                        now=now,
+                    )
+                ),
+            )
+            return
+        SCHEDULE_ATTEMPTS.labels("unschedulable").inc()
+        self.cache.mark_unschedulable(pod)
+        # Say it once per distinct reason: a pod retried into the same answer stays quiet
+        # (after a restart too: the log's PodScheduled condition is the memory).
+        if self._reported.get(key, _unschedulable_message(pod)) == outcome.message:
+            return
+        self._reported[key] = outcome.message
+        await self._send(
+            sends,
+            cause,
+            ev.PodUnschedulable(namespace=namespace, name=name, uid=uid, message=outcome.message),
+            ev.KubeEventRecorded(
+                event=scheduling_event(
+                    pod,
+                    type_="Warning",
+                    reason="FailedScheduling",
+                    action="Scheduling",
+                    message=outcome.message,
+                    now=now,
+                )
+            ),
+        )
+
+    async def _send(
+        self, sends: list[asyncio.Future[Position]], cause: Envelope, *payloads: EventPayload
+    ) -> None:
+        for payload in payloads:
+            envelope = Envelope.wrap(payload, producer=ROLE, cause=cause)
+            sends.append(await self.producer.send(envelope))
+            EVENTS_PRODUCED.labels(ROLE, envelope.type).inc()
+
+
+async def run(settings: Settings, *, host: str, port: int) -> None:
+    model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS, window=1)
+    producer = EventProducer(
+        settings.kafka_bootstrap, client_id=ROLE, topic_prefix=settings.topic_prefix
+    )
+    await producer.start()
+    scheduler = Scheduler(model, producer)
+    server = RoleServer(ROLE, host=host, port=port, ready=model.ready.is_set)
+    try:
+        await server.run({"read-model": model.run, "schedule": scheduler.run})
+    finally:
+        await producer.stop()

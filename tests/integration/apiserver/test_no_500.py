@@ -1,0 +1,137 @@
+"""Property: no request body, for any patch type, makes the apiserver answer 500 — every
+failure is a Kubernetes Status with a 4xx code."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.integration.conftest import RoleProcess
+
+CONTENT_TYPES = [
+    "application/strategic-merge-patch+json",
+    "application/merge-patch+json",
+    "application/json-patch+json",
+    "application/apply-patch+yaml",
+    "text/plain",
+]
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+# Bodies shaped like real resize patches, with random values where the quantities go.
+resource_lists = st.dictionaries(
+    st.sampled_from(["cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "", "CPU"]),
+    st.one_of(
+        st.text(max_size=6),
+        st.integers(-5, 10**12),
+        st.sampled_from(["100m", "1Gi", "0", "-1", "1.5", "1e3", "1Ei", "abc"]),
+    ),
+    max_size=3,
+)
+patch_like = st.fixed_dictionaries(
+    {
+        "spec": st.fixed_dictionaries(
+            {
+                "containers": st.lists(
+                    st.fixed_dictionaries(
+                        {
+                            "name": st.sampled_from(["c1", "c2", "", "nope"]),
+                            "resources": st.fixed_dictionaries(
+                                {}, optional={"requests": resource_lists, "limits": resource_lists}
+                            ),
+                        },
+                        optional={"resizePolicy": json_values, "image": json_values},
+                    ),
+                    max_size=2,
+                )
+            }
+        )
+    },
+    optional={
+        "metadata": st.dictionaries(
+            st.sampled_from(["resourceVersion", "name", "labels", "uid"]), json_values, max_size=2
+        )
+    },
+)
+json_patch_ops = st.lists(
+    st.fixed_dictionaries(
+        {
+            "op": st.sampled_from(["add", "remove", "replace", "move", "copy", "test", "bogus"]),
+            "path": st.sampled_from(
+                [
+                    "/spec/containers/0/resources/requests/cpu",
+                    "/spec",
+                    "/x/y",
+                    "",
+                    "/metadata/name",
+                    "/spec/containers/-",
+                ]
+            ),
+        },
+        optional={"value": json_values, "from": st.sampled_from(["/spec", "/nope"])},
+    ),
+    max_size=3,
+)
+bodies = st.one_of(
+    patch_like.map(lambda v: json.dumps(v).encode()),
+    json_patch_ops.map(lambda v: json.dumps(v).encode()),
+    json_values.map(lambda v: json.dumps(v).encode()),
+    st.binary(max_size=64),
+)
+
+
+def _fuzz(base: str) -> list[tuple[int, str]]:
+    pod: dict[str, Any] = {
+        "metadata": {"name": "fuzz"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "c1",
+                    "image": "nginx",
+                    "resources": {
+                        "requests": {"cpu": "100m", "memory": "64Mi"},
+                        "limits": {"cpu": "200m", "memory": "128Mi"},
+                    },
+                }
+            ]
+        },
+    }
+    url = f"{base}/api/v1/namespaces/default/pods"
+    seen: list[tuple[int, str]] = []
+    with httpx.Client(timeout=30) as client:
+        assert client.post(url, json=pod).status_code == 201
+
+        @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(
+            body=bodies,
+            content_type=st.sampled_from(CONTENT_TYPES),
+            method=st.sampled_from(["PATCH", "PUT"]),
+        )
+        def check(body: bytes, content_type: str, method: str) -> None:
+            r = client.request(
+                method, f"{url}/fuzz/resize", content=body, headers={"content-type": content_type}
+            )
+            assert r.status_code < 500, (r.status_code, body, content_type, r.text)
+            if r.status_code >= 400:
+                status = r.json()
+                assert status["kind"] == "Status" and status["code"] == r.status_code
+                assert status["reason"] and status["message"]
+            seen.append((r.status_code, content_type))
+
+        check()
+    return seen
+
+
+async def test_random_resize_bodies_never_500(apiserver: RoleProcess) -> None:
+    seen = await asyncio.to_thread(_fuzz, apiserver.url)
+    assert {code for code, _ in seen} & {400, 415, 422}, "the bodies really hit the validators"

@@ -1,0 +1,44 @@
+"""An in-process kubelet on the test's topics, with a runtime the test can steer."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from inplace.core.settings import Settings
+from services.kubelet.cri import RuntimeService
+from services.kubelet.kubelet import Kubelet
+from services.kubelet.runtime_fake import FakeRuntime
+
+
+@contextlib.asynccontextmanager
+async def running_kubelet(
+    settings: Settings, runtime: RuntimeService | None = None, **overrides: Any
+) -> AsyncIterator[tuple[Kubelet, FakeRuntime]]:
+    """The kubelet with one 4-CPU node; a FakeRuntime unless another runtime is given."""
+    node = settings.model_copy(
+        update={
+            "kubelet_nodes": 1,
+            "kubelet_node_cpu": "4",
+            "kubelet_node_memory": "8Gi",
+            **overrides,
+        }
+    )
+    runtime = FakeRuntime() if runtime is None else runtime
+    kubelet = Kubelet(node, runtime)
+    task = asyncio.create_task(kubelet.run())
+    for _ in range(600):
+        if kubelet.started or task.done():
+            break
+        await asyncio.sleep(0.05)
+    if task.done():
+        task.result()
+    try:
+        yield kubelet, runtime  # type: ignore[misc]
+    finally:
+        if isinstance(runtime, FakeRuntime):
+            runtime.release()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

@@ -1,0 +1,219 @@
+"""`inplace load` against real roles on the test's own topics: a small bounded run through the
+library (api mode) and through the CLI (log mode) whose report counts add up, and a `--chaos`
+run (roles SIGKILLed and restarted) that passes its own consistency verdict. No timing
+assertions: the figures are measured, not judged, here."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inplace.core.settings import Settings
+from inplace.load.plan import Mix
+from inplace.load.runner import LoadConfig, run_load
+from tests.integration.conftest import REPO, RoleProcess, settings_env
+
+pytestmark = pytest.mark.integration
+PNG = b"\x89PNG\r\n\x1a\n"
+MIX = Mix(deferred=0.05, infeasible=0.05)
+
+
+@contextlib.asynccontextmanager
+async def roles(
+    settings: Settings, tmp_path: Path, names: tuple[str, ...], *, supervise: bool = False
+) -> AsyncIterator[dict[str, RoleProcess]]:
+    """The roles as processes (kubelet with no nodes of its own: it adopts the load's), and
+    with `supervise` a loop that restarts any that dies, as `inplace up` does."""
+    env = {
+        "apiserver": {"INPLACE_QUOTA_URL": ""},
+        "kubelet": {"INPLACE_KUBELET_NODES": "0"},
+    }
+    procs = {
+        name: RoleProcess(name, settings, tmp_path / f"{name}.log", **env.get(name, {}))
+        for name in names
+    }
+    for proc in procs.values():
+        proc.start()
+    for proc in procs.values():
+        await proc.ready()
+
+    async def supervisor() -> None:
+        while True:
+            for proc in procs.values():
+                if not proc.alive():
+                    proc.start()
+            await asyncio.sleep(0.2)
+
+    task = asyncio.create_task(supervisor()) if supervise else None
+    try:
+        yield procs
+    finally:
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        for proc in procs.values():
+            proc.stop()
+
+
+def is_png(path: Path) -> bool:
+    return path.read_bytes()[:8] == PNG
+
+
+def assert_counts_add_up(report: dict[str, Any]) -> None:
+    c, stages = report["counts"], report["stages"]
+    assert c["injected"] == c["completed"] + c["deferred"] + c["infeasible"], c
+    assert c["pending"] == 0 and c["superseded"] == 0, c
+    assert c["unexpected"] == 0, c
+    assert c["sent"] == c["planned"] and c["errors"] == 0 and c["skipped"] == 0, c
+    assert c["injected"] == c["sent"], c
+    assert c["completed"] and c["deferred"] and c["infeasible"], c
+    for name in ("admit", "actuate", "clear", "end_to_end", "complete"):
+        assert stages[name]["count"] == c["completed"], (name, stages[name], c)
+    assert stages["defer"]["count"] == c["deferred"]
+    assert stages["infeasible"]["count"] == c["infeasible"]
+    assert report["expected"] == {
+        "completed": c["completed"],
+        "deferred": c["deferred"],
+        "infeasible": c["infeasible"],
+    }
+    assert report["throughput"]["completed_per_s"] > 0
+    assert report["verdict"]["ok"], report["verdict"]
+    json_path, png_path = Path(report["files"]["json"]), Path(report["files"]["png"])
+    assert json.loads(json_path.read_text())["counts"] == c
+    assert is_png(png_path)
+
+
+async def test_a_small_load_through_the_library_reports_counts_that_add_up(
+    settings: Settings, tmp_path: Path
+) -> None:
+    async with roles(settings, tmp_path, ("apiserver", "kubelet", "projector")) as procs:
+        result = await run_load(
+            LoadConfig(
+                settings=settings,
+                api=procs["apiserver"].url,
+                mode="api",
+                nodes=5,
+                pods=50,
+                resizes=200,
+                seed=11,
+                mix=MIX,
+                concurrency=16,
+                out=tmp_path / "reports",
+                verify=True,
+                setup_timeout=120,
+                drain_timeout=120,
+            )
+        )
+    report = result.report
+    assert_counts_add_up(report)
+    assert report["stages"]["request"]["count"] == report["counts"]["sent"]
+    assert report["counts"]["planned"] == 200
+    assert result.json_path.parent == (tmp_path / "reports").absolute()
+    assert [c["name"] for c in report["verdict"]["checks"]][-1] == "projections equal a rebuild"
+
+
+async def test_the_cli_runs_a_small_log_mode_load_and_writes_its_report(
+    settings: Settings, tmp_path: Path
+) -> None:
+    async with roles(settings, tmp_path, ("apiserver", "kubelet")) as procs:
+        out = tmp_path / "cli-reports"
+        done = await asyncio.to_thread(
+            subprocess.run,
+            [
+                sys.executable,
+                "-m",
+                "inplace.cli.main",
+                "load",
+                "--nodes",
+                "5",
+                "--pods",
+                "50",
+                "--resizes",
+                "200",
+                "--mode",
+                "log",
+                "--seed",
+                "3",
+                "--deferred",
+                "0.05",
+                "--infeasible",
+                "0.05",
+                "--api",
+                procs["apiserver"].url,
+                "--out",
+                str(out),
+                "--duration",
+                "120",
+            ],
+            env=settings_env(settings),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "end_to_end" in done.stdout and "all resizes accounted for" in done.stdout
+    (report_file,) = out.glob("load-*.json")
+    report = json.loads(report_file.read_text())
+    assert report["run"]["mode"] == "log"
+    assert "request" not in report["stages"]
+    assert_counts_add_up(report)
+
+
+async def test_the_cli_refuses_a_non_loopback_target(settings: Settings) -> None:
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "inplace.cli.main", "load", "--api", "http://10.1.2.3:8080"],
+        env=settings_env(settings),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "not a loopback address" in lines[0], done.stderr
+
+
+async def test_a_chaos_run_passes_its_consistency_verdict(
+    settings: Settings, tmp_path: Path
+) -> None:
+    names = ("apiserver", "kubelet", "projector")
+    async with roles(settings, tmp_path, names, supervise=True) as procs:
+        result = await run_load(
+            LoadConfig(
+                settings=settings,
+                api=procs["apiserver"].url,
+                mode="api",
+                nodes=3,
+                pods=30,
+                resizes=150,
+                rate=12.0,
+                seed=5,
+                mix=MIX,
+                concurrency=8,
+                chaos=True,
+                chaos_interval=1.5,
+                out=tmp_path / "chaos",
+                setup_timeout=120,
+                drain_timeout=180,
+            )
+        )
+    report = result.report
+    kills = report["chaos"]["kills"]
+    assert len(kills) >= 3, kills
+    assert set(report["chaos"]["roles"]) == set(names)
+    assert {k["role"] for k in kills} == set(names)  # each role killed at least once
+    assert result.verdict.ok, json.dumps(report["verdict"], indent=1)
+    c = report["counts"]
+    assert c["injected"] == c["completed"] + c["deferred"] + c["infeasible"], c
+    assert c["pending"] == 0 and c["unexpected"] == 0, c
+    assert is_png(Path(report["files"]["png"]))

@@ -1,0 +1,328 @@
+"""ResourceQuota and LimitRange through the apiserver, with the official Kubernetes client
+(issue 6): the apiserver calls the quota process for admission on create and on `resize`, and
+the quota process keeps each quota's `status.used` from the log (KEP-1287 "Resource Quota")."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from inplace.core.bus.producer import EventProducer
+from inplace.core.settings import Settings
+from schemas import events as ev
+from schemas.envelope import Envelope
+from schemas.k8s import ResourceRequirements
+from schemas.quantity import Quantity
+from tests.integration.conftest import RoleProcess
+
+NS = "team-a"
+
+
+def core(apiserver: RoleProcess) -> client.CoreV1Api:
+    return client.CoreV1Api(client.ApiClient(client.Configuration(host=apiserver.url)))
+
+
+async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+def status_of(exc: ApiException) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(exc.body)
+    return body
+
+
+def pod_body(name: str, cpu: str | None = "300m", memory: str = "128Mi") -> dict[str, Any]:
+    """A Guaranteed pod (requests = limits), or one without resources when cpu is None."""
+    resources: dict[str, Any] = {}
+    if cpu is not None:
+        amounts = {"cpu": cpu, "memory": memory}
+        resources = {"requests": amounts, "limits": dict(amounts)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "c1", "image": "nginx:1.27", "resources": resources}]},
+    }
+
+
+def resize(cpu: str, memory: str | None = None) -> dict[str, Any]:
+    amounts = {"cpu": cpu} if memory is None else {"cpu": cpu, "memory": memory}
+    resources = {"requests": amounts, "limits": dict(amounts)}
+    return {"spec": {"containers": [{"name": "c1", "resources": resources}]}}
+
+
+def quota_body(name: str = "compute", **hard: str) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {"hard": hard}}
+
+
+async def namespace(v1: client.CoreV1Api, name: str = NS) -> None:
+    await call(v1.create_namespace, {"metadata": {"name": name}})
+
+
+async def until(
+    probe: Callable[[], Any], ok: Callable[[Any], bool], what: str, within: float = 30.0
+) -> Any:
+    """Poll `probe` until `ok` holds for its value (bounded wait, not a timing assertion)."""
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        value = await call(probe)
+        if ok(value):
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{what}: still {value!r}")
+        await asyncio.sleep(0.05)
+
+
+def used_of(v1: client.CoreV1Api, ns: str, name: str = "compute") -> Callable[[], dict[str, str]]:
+    def probe() -> dict[str, str]:
+        used: dict[str, str] | None = v1.read_namespaced_resource_quota(name, ns).status.used
+        return used or {}
+
+    return probe
+
+
+def same(actual: dict[str, str], expected: dict[str, str]) -> bool:
+    """Equal as quantities ("1000m" is "1")."""
+    return actual.keys() == expected.keys() and all(
+        Quantity(actual[k]) == Quantity(v) for k, v in expected.items()
+    )
+
+
+# --- admission -----------------------------------------------------------------------------------
+
+
+async def test_resize_beyond_quota_is_403_and_within_quota_passes(
+    admitting_apiserver: RoleProcess,
+) -> None:
+    v1 = core(admitting_apiserver)
+    await namespace(v1)
+    await call(
+        v1.create_namespaced_resource_quota,
+        NS,
+        quota_body(**{"requests.cpu": "1", "limits.cpu": "1", "pods": "4"}),
+    )
+    for name in ("web-0", "web-1"):
+        await call(v1.create_namespaced_pod, NS, pod_body(name, "300m"))
+
+    with pytest.raises(ApiException) as denied:
+        await call(v1.patch_namespaced_pod_resize, "web-0", NS, resize("800m"))
+    assert denied.value.status == 403
+    body = status_of(denied.value)
+    assert body["reason"] == "Forbidden" and body["kind"] == "Status"
+    assert body["message"] == (
+        'pods "web-0" is forbidden: exceeded quota: compute, '
+        "requested: limits.cpu=500m,requests.cpu=500m, "
+        "used: limits.cpu=600m,requests.cpu=600m, "
+        "limited: limits.cpu=1,requests.cpu=1"
+    )
+    unchanged = await call(v1.read_namespaced_pod, "web-0", NS)
+    assert unchanged.spec.containers[0].resources.requests["cpu"] == "300m"
+    assert unchanged.status.resize is None
+
+    resized = await call(v1.patch_namespaced_pod_resize, "web-0", NS, resize("700m"))
+    assert resized.status.resize == "Proposed"
+    assert resized.spec.containers[0].resources.limits["cpu"] == "700m"
+
+    # The quota is now full (700m + 300m): a new pod is refused too, and a shrink passes.
+    with pytest.raises(ApiException) as full:
+        await call(v1.create_namespaced_pod, NS, pod_body("web-2", "100m"))
+    assert full.value.status == 403
+    assert 'pods "web-2" is forbidden: exceeded quota: compute' in status_of(full.value)["message"]
+    shrunk = await call(v1.patch_namespaced_pod_resize, "web-1", NS, resize("200m"))
+    assert shrunk.spec.containers[0].resources.requests["cpu"] == "200m"
+
+
+async def test_limit_range_defaults_on_create_and_max_blocks_a_resize(
+    admitting_apiserver: RoleProcess,
+) -> None:
+    v1 = core(admitting_apiserver)
+    await namespace(v1)
+    limits = {
+        "metadata": {"name": "limits"},
+        "spec": {
+            "limits": [
+                {
+                    "type": "Container",
+                    "max": {"cpu": "1", "memory": "1Gi"},
+                    "default": {"cpu": "500m", "memory": "256Mi"},
+                    "defaultRequest": {"cpu": "250m", "memory": "128Mi"},
+                }
+            ]
+        },
+    }
+    await call(v1.create_namespaced_limit_range, NS, limits)
+
+    defaulted = await call(v1.create_namespaced_pod, NS, pod_body("plain", cpu=None))
+    resources = defaulted.spec.containers[0].resources
+    assert resources.requests == {"cpu": "250m", "memory": "128Mi"}
+    assert resources.limits == {"cpu": "500m", "memory": "256Mi"}
+    assert defaulted.metadata.annotations["kubernetes.io/limit-ranger"] == (
+        "LimitRanger plugin set: cpu, memory request for container c1; "
+        "cpu, memory limit for container c1"
+    )
+
+    await call(v1.create_namespaced_pod, NS, pod_body("big", "800m"))
+    with pytest.raises(ApiException) as denied:
+        await call(v1.patch_namespaced_pod_resize, "big", NS, resize("2"))
+    assert denied.value.status == 403
+    assert status_of(denied.value)["message"] == (
+        'pods "big" is forbidden: maximum cpu usage per Container is 1, but limit is 2'
+    )
+    assert (await call(v1.read_namespaced_pod, "big", NS)).status.resize is None
+    allowed = await call(v1.patch_namespaced_pod_resize, "big", NS, resize("1"))
+    assert allowed.status.resize == "Proposed"
+
+    with pytest.raises(ApiException) as too_big:
+        await call(v1.create_namespaced_pod, NS, pod_body("huge", "1500m"))
+    assert too_big.value.status == 403
+    assert (
+        "maximum cpu usage per Container is 1, but limit is 1500m"
+        in (status_of(too_big.value)["message"])
+    )
+
+
+async def test_limit_range_defaults_decide_the_qos_class(admitting_apiserver: RoleProcess) -> None:
+    v1 = core(admitting_apiserver)
+    await namespace(v1)
+    limits = {
+        "metadata": {"name": "limits"},
+        "spec": {"limits": [{"type": "Container", "default": {"cpu": "500m"}}]},
+    }
+    await call(v1.create_namespaced_limit_range, NS, limits)
+    defaulted = await call(v1.create_namespaced_pod, NS, pod_body("plain", cpu=None))
+    assert defaulted.spec.containers[0].resources.limits == {"cpu": "500m"}
+    assert defaulted.status.qos_class == "Burstable"
+
+
+# --- status.used ---------------------------------------------------------------------------------
+
+HARD = {
+    "requests.cpu": "2",
+    "requests.memory": "2Gi",
+    "limits.cpu": "2",
+    "limits.memory": "2Gi",
+    "pods": "10",
+}
+
+
+def usage(cpu: str, memory: str, pods: int) -> dict[str, str]:
+    return {
+        "requests.cpu": cpu,
+        "limits.cpu": cpu,
+        "requests.memory": memory,
+        "limits.memory": memory,
+        "pods": str(pods),
+    }
+
+
+async def _kubelet_applied(settings: Settings, pod: Any, cpu: str, memory: str) -> None:
+    """What a kubelet reports once a size is admitted and applied: Allocated then Actuated."""
+    amounts = {"cpu": Quantity(cpu), "memory": Quantity(memory)}
+    resources = ResourceRequirements(requests=amounts, limits=dict(amounts))
+    meta = {"namespace": NS, "name": pod.metadata.name, "uid": pod.metadata.uid}
+    async with EventProducer(
+        settings.kafka_bootstrap, topic_prefix=settings.topic_prefix
+    ) as producer:
+        for payload in (
+            ev.Allocated(
+                **meta,
+                node_name="node-1",
+                containers=[ev.ContainerAllocation(name="c1", resources=resources)],
+            ),
+            ev.Actuated(
+                **meta,
+                node_name="node-1",
+                containers=[ev.ContainerActual(name="c1", resources=resources)],
+            ),
+        ):
+            await producer.publish(Envelope.wrap(payload, producer="test"))
+
+
+async def test_quota_status_used_follows_creates_resizes_and_deletes(
+    admitting_apiserver: RoleProcess, settings: Settings
+) -> None:
+    v1 = core(admitting_apiserver)
+    await namespace(v1)
+    await call(v1.create_namespaced_resource_quota, NS, quota_body(**HARD))
+    used = used_of(v1, NS)
+    await until(used, lambda u: same(u, usage("0", "0", 0)), "an empty namespace uses nothing")
+
+    web0 = await call(v1.create_namespaced_pod, NS, pod_body("web-0", "300m", "128Mi"))
+    await call(v1.create_namespaced_pod, NS, pod_body("web-1", "200m", "64Mi"))
+    await until(used, lambda u: same(u, usage("500m", "192Mi", 2)), "two pods")
+
+    # A proposed resize counts at once (the scheduler and quota assume it will be accepted).
+    await call(v1.patch_namespaced_pod_resize, "web-0", NS, resize("600m"))
+    await until(used, lambda u: same(u, usage("800m", "192Mi", 2)), "web-0 resized up")
+
+    await call(v1.delete_namespaced_pod, "web-1", NS)
+    await until(used, lambda u: same(u, usage("600m", "128Mi", 1)), "web-1 deleted")
+
+    # KEP-1287: usage is max(spec, status). The kubelet runs web-0 at 600m; a resize that
+    # shrinks cpu (and grows memory) charges the old cpu until the smaller size is applied.
+    await _kubelet_applied(settings, web0, "600m", "128Mi")
+    await call(v1.patch_namespaced_pod_resize, "web-0", NS, resize("400m", "256Mi"))
+    # Same pod, same partition: once the memory growth shows, the cpu shrink was seen too.
+    charged = await until(
+        used,
+        lambda u: Quantity(u.get("requests.memory", "0")) == Quantity("256Mi"),
+        "the memory growth counted",
+    )
+    assert same(charged, usage("600m", "256Mi", 1)), charged
+    await _kubelet_applied(settings, web0, "400m", "256Mi")
+    await until(used, lambda u: same(u, usage("400m", "256Mi", 1)), "the shrink applied")
+
+    # A quota created later gets its usage too (and a replaced spec, its new resources).
+    await call(v1.create_namespaced_resource_quota, NS, quota_body("count", pods="5"))
+    await until(used_of(v1, NS, "count"), lambda u: same(u, {"pods": "1"}), "second quota")
+
+
+async def _race_round(v1s: tuple[client.CoreV1Api, client.CoreV1Api], ns: str) -> list[Any]:
+    first, second = v1s
+    await namespace(first, ns)
+    await call(
+        first.create_namespaced_resource_quota,
+        ns,
+        quota_body(**{"requests.cpu": "1", "limits.cpu": "1"}),
+    )
+    for name in ("a", "b"):
+        await call(first.create_namespaced_pod, ns, pod_body(name, "300m"))
+    # The quota process has the quota and both pods once it reports their usage.
+    await until(
+        used_of(first, ns),
+        lambda u: same(u, {"requests.cpu": "600m", "limits.cpu": "600m"}),
+        f"{ns}: quota service caught up",
+    )
+    # 600m used; each resize adds 400m: either fits alone, both together do not.
+    results: list[Any] = await asyncio.gather(
+        call(first.patch_namespaced_pod_resize, "a", ns, resize("700m")),
+        call(second.patch_namespaced_pod_resize, "b", ns, resize("700m")),
+        return_exceptions=True,
+    )
+    return results
+
+
+async def test_concurrent_resizes_cannot_both_pass_a_quota_that_fits_one(
+    admitting_apiserver: RoleProcess,
+) -> None:
+    v1s = (core(admitting_apiserver), core(admitting_apiserver))
+    for round_ in range(6):
+        ns = f"race-{round_}"
+        results = await _race_round(v1s, ns)
+        passed = [r for r in results if not isinstance(r, BaseException)]
+        refused = [r for r in results if isinstance(r, ApiException)]
+        assert len(passed) == 1 and len(refused) == 1, results
+        assert refused[0].status == 403
+        assert "exceeded quota: compute" in status_of(refused[0])["message"]
+        assert passed[0].status.resize == "Proposed"
+        await until(
+            used_of(v1s[0], ns),
+            lambda u: same(u, {"requests.cpu": "1", "limits.cpu": "1"}),
+            f"{ns}: the winner is charged",
+        )

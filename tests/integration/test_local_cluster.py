@@ -1,0 +1,105 @@
+"""`inplace up` from nothing: every role healthy, then Ctrl-C leaves no process behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from inplace.core.localinfra import PostgresCluster
+from inplace.core.localinfra.ports import pid_alive
+from inplace.core.settings import DEFAULT_PORTS
+from tests.conftest import make_tmp_dir
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process whose parent chain reaches pid (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def test_up_starts_everything_and_ctrl_c_stops_everything() -> None:
+    home = make_tmp_dir("inplace-up-")
+    env = {**os.environ, "INPLACE_HOME": str(home), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "inplace.cli.main", "up"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    output: list[str] = []
+    spawned: set[int] = set()
+    try:
+        deadline = time.monotonic() + 240
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            output.append(line)
+            if "Ctrl-C stops everything" in line or time.monotonic() > deadline:
+                break
+        text = "".join(output)
+        assert "inplace local cluster is up." in text, text
+        roles = dict(re.findall(r"(\w+) http://127\.0\.0\.1:(\d+)/metrics", text))
+        assert set(roles) == set(DEFAULT_PORTS)
+        with httpx.Client(timeout=5) as client:
+            for role, port in roles.items():
+                assert client.get(f"http://127.0.0.1:{port}/healthz").status_code == 200, role
+                metrics = client.get(f"http://127.0.0.1:{port}/metrics").text
+                assert "inplace_events_consumed_total" in metrics or "python_info" in metrics
+        # The walkthrough `up` prints works as printed (docs that run never rot).
+        walkthrough = text.split("Try a resize from another shell:\n", 1)[1].split("\n\n")[0]
+        script = "\n".join(
+            ln.strip() for ln in walkthrough.splitlines() if not ln.strip().startswith("(")
+        )
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        # The last command pretty-prints the pod; the curls before it print compact JSON.
+        pod = json.loads(done.stdout[done.stdout.rindex('{\n    "apiVersion"') :])
+        assert pod["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "200m"
+        assert pod["status"].get("resize") in ("Proposed", "InProgress", None)  # may be done
+        # Roles and the broker are our children; pg_ctl daemonizes the postmaster.
+        spawned = _descendants(proc.pid)
+        assert len(spawned) >= len(DEFAULT_PORTS) + 1
+        postmaster = PostgresCluster(home / "postgres").pid
+        assert postmaster is not None
+        spawned.add(postmaster)
+        # A hard-killed role is restarted by the supervisor.
+        api = next(
+            p for p in spawned if "serve\x00apiserver" in Path(f"/proc/{p}/cmdline").read_text()
+        )
+        os.kill(api, signal.SIGKILL)
+        for line in proc.stdout:
+            output.append(line)
+            if "apiserver exited" in line:
+                break
+    finally:
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=90)
+        output.append(rest)
+    assert proc.returncode == 0, "".join(output)
+    assert "stopped." in "".join(output)
+    left = {p for p in spawned if pid_alive(p)}
+    assert not left, f"processes left behind: {left}"

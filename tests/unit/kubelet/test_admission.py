@@ -1,0 +1,488 @@
+"""Admission of new pods and of resizes (KEP-1287 "Kubelet and API Server Interaction").
+
+Tables in the style of Kubernetes' validation tests: every row is named and states its input and
+the exact decision, messages included.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from schemas.k8s import Pod, ResourceRequirements
+from schemas.quantity import Quantity
+from services.kubelet.admission import (
+    Accept,
+    Admit,
+    CPUManagerPolicy,
+    Decision,
+    Deferred,
+    Infeasible,
+    MemoryManagerPolicy,
+    NodeAllocation,
+    PendingResize,
+    Reject,
+    UnknownPodError,
+    admit_pod,
+    allocated_resources,
+    decide_resize,
+    pod_key,
+    retry_deferred,
+    with_resources,
+)
+
+
+def res(
+    requests: dict[str, str] | None = None, limits: dict[str, str] | None = None
+) -> ResourceRequirements:
+    return ResourceRequirements.model_validate(
+        {k: v for k, v in {"requests": requests, "limits": limits}.items() if v is not None}
+    )
+
+
+def g(cpu: str, memory: str) -> dict[str, Any]:
+    """Guaranteed resources: requests == limits."""
+    values = {"cpu": cpu, "memory": memory}
+    return {"requests": values, "limits": values}
+
+
+def ctr(
+    name: str, resources: dict[str, Any] | None = None, *, sidecar: bool = False
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name, "image": "busybox", "resources": resources or {}}
+    if sidecar:
+        out["restartPolicy"] = "Always"
+    return out
+
+
+def mkpod(
+    name: str,
+    *containers: dict[str, Any],
+    init: list[dict[str, Any]] | None = None,
+    overhead: dict[str, str] | None = None,
+) -> Pod:
+    spec: dict[str, Any] = {"containers": list(containers)}
+    if init:
+        spec["initContainers"] = init
+    if overhead:
+        spec["overhead"] = overhead
+    return Pod.model_validate(
+        {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"}, "spec": spec}
+    )
+
+
+def burstable(name: str, cpu: str, memory: str = "128Mi") -> Pod:
+    return mkpod(name, ctr("app", {"requests": {"cpu": cpu, "memory": memory}}))
+
+
+def node(
+    cpu: str = "8",
+    memory: str = "32Gi",
+    pods: str | None = "110",
+    *admitted: Pod,
+    cpu_policy: CPUManagerPolicy = "none",
+    memory_policy: MemoryManagerPolicy = "None",
+    extra: dict[str, str] | None = None,
+) -> NodeAllocation:
+    allocatable = {"cpu": Quantity(cpu), "memory": Quantity(memory)}
+    if pods is not None:
+        allocatable["pods"] = Quantity(pods)
+    for name, value in (extra or {}).items():
+        allocatable[name] = Quantity(value)
+    allocation = NodeAllocation(
+        name="node-1",
+        allocatable=allocatable,
+        cpu_manager_policy=cpu_policy,
+        memory_manager_policy=memory_policy,
+    )
+    for p in admitted:
+        allocation = allocation.with_pod(p)
+    return allocation
+
+
+# --- new pods ----------------------------------------------------------------------------------
+
+ADMIT_CASES: list[tuple[str, NodeAllocation, Pod, Admit | Reject | None]] = [
+    ("fits", node("8", "32Gi", "110", burstable("a", "6")), burstable("new", "2"), None),
+    (
+        "cpu short",
+        node("8", "32Gi", "110", burstable("a", "7")),
+        burstable("new", "2"),
+        Reject(
+            "OutOfcpu",
+            "Node didn't have enough resource: cpu, requested: 2000, used: 7000, capacity: 8000",
+        ),
+    ),
+    (
+        "memory short",
+        node("8", "1Gi", "110", burstable("a", "1", "768Mi")),
+        burstable("new", "1", "512Mi"),
+        Reject(
+            "OutOfmemory",
+            "Node didn't have enough resource: memory, requested: 536870912, "
+            "used: 805306368, capacity: 1073741824",
+        ),
+    ),
+    (
+        "cpu reported before memory",
+        node("1", "1Gi", "110", burstable("a", "1", "1Gi")),
+        burstable("new", "1", "1Gi"),
+        Reject(
+            "OutOfcpu",
+            "Node didn't have enough resource: cpu, requested: 1000, used: 1000, capacity: 1000",
+        ),
+    ),
+    (
+        "pod count",
+        node("8", "32Gi", "1", burstable("a", "1")),
+        burstable("new", "1"),
+        Reject(
+            "OutOfpods",
+            "Node didn't have enough resource: pods, requested: 1, used: 1, capacity: 1",
+        ),
+    ),
+    (
+        "best effort fits a full node",
+        node("1", "1Gi", "110", burstable("a", "1", "1Gi")),
+        mkpod("new", ctr("app")),
+        None,
+    ),
+    (
+        "overhead counts",
+        node("2", "32Gi", "110", burstable("a", "1")),
+        mkpod("new", ctr("app", g("900m", "64Mi")), overhead={"cpu": "250m"}),
+        Reject(
+            "OutOfcpu",
+            "Node didn't have enough resource: cpu, requested: 1150, used: 1000, capacity: 2000",
+        ),
+    ),
+    (
+        "sidecars run next to the containers",
+        node("2", "32Gi", "110"),
+        mkpod(
+            "new",
+            ctr("app", {"requests": {"cpu": "1500m"}}),
+            init=[ctr("proxy", {"requests": {"cpu": "600m"}}, sidecar=True)],
+        ),
+        Reject(
+            "OutOfcpu",
+            "Node didn't have enough resource: cpu, requested: 2100, used: 0, capacity: 2000",
+        ),
+    ),
+    (
+        "an init container runs alone: its peak, not the sum",
+        node("2", "32Gi", "110"),
+        mkpod(
+            "new",
+            ctr("app", {"requests": {"cpu": "1500m"}}),
+            init=[ctr("setup", {"requests": {"cpu": "2"}})],
+        ),
+        None,
+    ),
+    (
+        "extended resource the node does not advertise is skipped",
+        node("8", "32Gi", "110"),
+        mkpod("new", ctr("app", {"requests": {"cpu": "1", "example.com/fpga": "1"}})),
+        None,
+    ),
+    (
+        "extended resource the node advertises is checked",
+        node("8", "32Gi", "110", extra={"example.com/fpga": "1"}),
+        mkpod("new", ctr("app", {"requests": {"cpu": "1", "example.com/fpga": "2"}})),
+        Reject(
+            "OutOfexample.com/fpga",
+            "Node didn't have enough resource: example.com/fpga, requested: 2, used: 0, "
+            "capacity: 1",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("the_node", "the_pod", "expected"),
+    [pytest.param(n, p, e, id=name) for name, n, p, e in ADMIT_CASES],
+)
+def test_admit_pod(the_node: NodeAllocation, the_pod: Pod, expected: Admit | Reject | None) -> None:
+    got = admit_pod(the_node, the_pod)
+    assert got == (expected if expected is not None else Admit(the_pod))
+
+
+def test_readmission_uses_the_allocated_checkpoint() -> None:
+    # Kubelet Restart Tolerance: the spec already asks for 7 CPUs (a pending resize), but the
+    # pod is re-admitted with the 1 CPU it was allocated, so it still fits.
+    allocated = burstable("a", "1")
+    checkpoint = node("8", "32Gi", "110", allocated, burstable("b", "6"))
+    got = admit_pod(checkpoint, burstable("a", "7"))
+    assert isinstance(got, Admit)
+    assert allocated_resources(got.pod) == allocated_resources(allocated)
+
+
+# --- resizes -----------------------------------------------------------------------------------
+
+A = mkpod("a", ctr("app", g("1", "1Gi")))
+B = burstable("b", "800m")
+
+
+def resize_of(pod: Pod, **per_container: dict[str, Any]) -> dict[str, ResourceRequirements]:
+    return {name: ResourceRequirements.model_validate(r) for name, r in per_container.items()}
+
+
+RESIZE_CASES: list[tuple[str, NodeAllocation, Pod, dict[str, Any], Decision | type]] = [
+    ("increase fits", node("4", "8Gi", "110", A, B), A, {"app": g("2", "1Gi")}, Accept),
+    ("decrease always fits", node("4", "8Gi", "110", A, B), A, {"app": g("500m", "512Mi")}, Accept),
+    (
+        "increase fits in theory, not now",
+        node("2500m", "8Gi", "110", A, B),
+        A,
+        {"app": g("2", "1Gi")},
+        Deferred(
+            "Node didn't have enough resource: cpu, requested: 2000, used: 800, capacity: 2500"
+        ),
+    ),
+    (
+        "larger than the node",
+        node("4", "8Gi", "110", A, B),
+        A,
+        {"app": g("100", "1Gi")},
+        Infeasible("Node didn't have enough capacity: cpu, requested: 100000, capacity: 4000"),
+    ),
+    (
+        "memory is reported first when both are too large",
+        node("4", "8Gi", "110", A, B),
+        A,
+        {"app": g("100", "100Gi")},
+        Infeasible(
+            "Node didn't have enough capacity: memory, requested: 107374182400, "
+            "capacity: 8589934592"
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("the_node", "the_pod", "desired", "expected"),
+    [pytest.param(n, p, d, e, id=name) for name, n, p, d, e in RESIZE_CASES],
+)
+def test_decide_resize(
+    the_node: NodeAllocation, the_pod: Pod, desired: dict[str, Any], expected: Decision | type
+) -> None:
+    wanted = resize_of(the_pod, **desired)
+    got = decide_resize(the_node, the_pod, wanted)
+    if expected is Accept:
+        assert got == Accept(with_resources(the_pod, wanted))
+    else:
+        assert got == expected
+
+
+def test_desired_equal_to_allocated_is_an_unchanged_accept() -> None:
+    got = decide_resize(node("4", "8Gi", "110", A), A, {})
+    assert got == Accept(A, changed=False)
+
+
+def test_unknown_pod_raises() -> None:
+    with pytest.raises(UnknownPodError):
+        decide_resize(node("4", "8Gi", "110", A), B, {})
+
+
+def test_resize_of_all_containers_is_atomic() -> None:
+    # c1 shrinks by 1 CPU, c2 grows by 2: the net +1 CPU does not fit, so neither change is
+    # taken, although c1's shrink alone would always fit.
+    two = mkpod("two", ctr("c1", g("2", "1Gi")), ctr("c2", g("1", "1Gi")))
+    checkpoint = node("4", "8Gi", "110", two, burstable("other", "1"))
+    desired = resize_of(two, c1=g("1", "1Gi"), c2=g("3", "1Gi"))
+    got = decide_resize(checkpoint, two, desired)
+    assert got == Deferred(
+        "Node didn't have enough resource: cpu, requested: 4000, used: 1000, capacity: 4000"
+    )
+    # Net zero fits.
+    desired = resize_of(two, c1=g("1", "1Gi"), c2=g("2", "1Gi"))
+    assert isinstance(decide_resize(checkpoint, two, desired), Accept)
+
+
+def test_overhead_is_added_to_the_resize() -> None:
+    # KEP-1287 Notes: "Kubelet adds Pod Overhead to the resize request".
+    withoh = mkpod("oh", ctr("app", g("1", "1Gi")), overhead={"cpu": "500m"})
+    checkpoint = node("3", "8Gi", "110", withoh, burstable("other", "1"))
+    got = decide_resize(checkpoint, withoh, resize_of(withoh, app=g("1600m", "1Gi")))
+    assert got == Deferred(
+        "Node didn't have enough resource: cpu, requested: 2100, used: 1000, capacity: 3000"
+    )
+    assert isinstance(
+        decide_resize(checkpoint, withoh, resize_of(withoh, app=g("1500m", "1Gi"))), Accept
+    )
+
+
+def test_sidecar_resizes_like_a_regular_container() -> None:
+    sc = mkpod(
+        "sc",
+        ctr("app", {"requests": {"cpu": "1"}}),
+        init=[ctr("proxy", {"requests": {"cpu": "500m"}}, sidecar=True)],
+    )
+    checkpoint = node("2", "8Gi", "110", sc)
+    grown = decide_resize(checkpoint, sc, resize_of(sc, proxy={"requests": {"cpu": "1"}}))
+    assert isinstance(grown, Accept)
+    assert allocated_resources(grown.pod)["proxy"] == res({"cpu": "1"})
+    too_much = decide_resize(checkpoint, sc, resize_of(sc, proxy={"requests": {"cpu": "1500m"}}))
+    assert too_much == Infeasible(
+        "Node didn't have enough capacity: cpu, requested: 2500, capacity: 2000"
+    )
+
+
+def test_non_restartable_init_container_cannot_be_resized() -> None:
+    p = mkpod(
+        "i", ctr("app", {"requests": {"cpu": "1"}}), init=[ctr("setup", {"requests": {"cpu": "1"}})]
+    )
+    got = decide_resize(
+        node("8", "8Gi", "110", p), p, resize_of(p, setup={"requests": {"cpu": "2"}})
+    )
+    assert got == Infeasible("init container 'setup' is not restartable and cannot be resized")
+
+
+def test_unknown_container_and_other_resources_are_infeasible() -> None:
+    p = burstable("p", "1")
+    checkpoint = node("8", "8Gi", "110", p)
+    assert decide_resize(checkpoint, p, resize_of(p, ghost={"requests": {"cpu": "1"}})) == (
+        Infeasible("container 'ghost' is not part of the pod")
+    )
+    storage = {"requests": {"cpu": "1", "memory": "128Mi", "ephemeral-storage": "1Gi"}}
+    assert decide_resize(checkpoint, p, resize_of(p, app=storage)) == Infeasible(
+        "only cpu and memory can be resized, not ephemeral-storage of 'app'"
+    )
+
+
+STATIC_CPU = (
+    'Resize is infeasible for Guaranteed Pods alongside CPU Manager policy "static": '
+    "container 'app' has exclusive (integral) CPUs"
+)
+
+
+STATIC_MEMORY = 'Resize is infeasible for Guaranteed Pods alongside Memory Manager policy "Static"'
+CPU_ONLY_2 = {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}}
+CPU_ONLY_3 = {"requests": {"cpu": "3"}, "limits": {"cpu": "3"}}
+STATIC_CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, str, Decision | type]] = [
+    ("guaranteed integral, static", g("2", "1Gi"), g("3", "1Gi"), "static", "None",
+     Infeasible(STATIC_CPU)),
+    ("to integral, static", g("1500m", "1Gi"), g("2", "1Gi"), "static", "None",
+     Infeasible(STATIC_CPU)),
+    ("guaranteed integral, none policy", g("2", "1Gi"), g("3", "1Gi"), "none", "None", Accept),
+    ("guaranteed shared pool", g("500m", "1Gi"), g("700m", "1Gi"), "static", "None", Accept),
+    ("memory only with static cpu", g("2", "1Gi"), g("2", "2Gi"), "static", "None", Accept),
+    ("burstable (no memory limit), static", CPU_ONLY_2, CPU_ONLY_3, "static", "None", Accept),
+    ("guaranteed memory, static memory manager", g("2", "1Gi"), g("2", "2Gi"), "none", "Static",
+     Infeasible(STATIC_MEMORY)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("current", "desired", "cpu_policy", "memory_policy", "expected"),
+    [pytest.param(*row, id=name) for name, *row in STATIC_CASES],
+)
+def test_static_cpu_and_memory_policy(
+    current: dict[str, Any],
+    desired: dict[str, Any],
+    cpu_policy: CPUManagerPolicy,
+    memory_policy: MemoryManagerPolicy,
+    expected: Decision | type,
+) -> None:
+    p = mkpod("s", ctr("app", current))
+    checkpoint = node("8", "8Gi", "110", p, cpu_policy=cpu_policy, memory_policy=memory_policy)
+    got = decide_resize(checkpoint, p, resize_of(p, app=desired))
+    if expected is Accept:
+        assert isinstance(got, Accept) and got.changed
+    else:
+        assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("qos", "pod"),
+    [
+        ("Guaranteed", mkpod("q", ctr("app", g("1", "1Gi")))),
+        ("Burstable", mkpod("q", ctr("app", {"requests": {"cpu": "1"}, "limits": {"cpu": "2"}}))),
+    ],
+)
+def test_qos_classes_resize_against_allocated_sums(qos: str, pod: Pod) -> None:
+    # BestEffort neighbours take nothing; the Guaranteed/Burstable pod fills the rest exactly.
+    be = mkpod("be", ctr("app"))
+    checkpoint = node("4", "8Gi", "110", pod, be, burstable("b", "1"))
+    desired = (
+        g("3", "1Gi") if qos == "Guaranteed" else {"requests": {"cpu": "3"}, "limits": {"cpu": "3"}}
+    )
+    assert isinstance(decide_resize(checkpoint, pod, resize_of(pod, app=desired)), Accept)
+    desired = (
+        g("3100m", "1Gi")
+        if qos == "Guaranteed"
+        else {"requests": {"cpu": "3100m"}, "limits": {"cpu": "4"}}
+    )
+    assert isinstance(decide_resize(checkpoint, pod, resize_of(pod, app=desired)), Deferred)
+
+
+def test_kep_flow_t3_to_t12_decisions() -> None:
+    # KEP-1287 Flow Control: 1 → 1.5 accepted, 2 deferred, 1.6 accepted, 100 infeasible.
+    p = mkpod("flow", ctr("app", {"requests": {"cpu": "1"}}))
+    checkpoint = node("2500m", "8Gi", "110", p, burstable("other", "800m"))
+    steps: list[tuple[str, type]] = [
+        ("1.5", Accept),
+        ("2", Deferred),
+        ("1.6", Accept),
+        ("100", Infeasible),
+    ]
+    for cpu, kind in steps:
+        decision = decide_resize(checkpoint, p, resize_of(p, app={"requests": {"cpu": cpu}}))
+        assert isinstance(decision, kind), (cpu, decision)
+        if isinstance(decision, Accept):
+            checkpoint = checkpoint.with_pod(decision.pod)
+    allocated = checkpoint.allocated(pod_key(p))
+    assert allocated is not None
+    assert allocated_resources(allocated)["app"] == res({"cpu": "1.6"})
+
+
+# --- deferred resizes --------------------------------------------------------------------------
+
+
+def grow(pod: Pod, cpu: str) -> PendingResize:
+    return PendingResize(pod, resize_of(pod, app={"requests": {"cpu": cpu, "memory": "128Mi"}}))
+
+
+def test_retry_in_arrival_order_first_come_first_served() -> None:
+    p1, p2, big = burstable("p1", "1"), burstable("p2", "1"), burstable("big", "2")
+    checkpoint = node("4", "8Gi", "110", p1, p2, big)
+    pending = [grow(p1, "2"), grow(p2, "1500m")]
+    assert all(isinstance(decide_resize(checkpoint, x.pod, x.desired), Deferred) for x in pending)
+    # `big` leaves: 2 CPUs free. p1 (+1) arrived first and gets it; p2 (+0.5) still fits.
+    result = retry_deferred(checkpoint.without_pod(pod_key(big)), pending)
+    assert result.accepted == ["ns/p1", "ns/p2"]
+    # Only 1 CPU free: p1 came first and takes it; p2 would have fit alone but stays Deferred.
+    result = retry_deferred(checkpoint.with_pod(burstable("big", "1")), pending)
+    assert result.accepted == ["ns/p1"]
+    assert isinstance(result.decisions["ns/p2"], Deferred)
+    assert result.node.used()["cpu"] == Quantity("4")
+
+
+def test_retry_a_later_shrink_makes_room_for_an_earlier_grow() -> None:
+    p1, p2 = burstable("p1", "1"), burstable("p2", "3")
+    checkpoint = node("4", "8Gi", "110", p1, p2)
+    result = retry_deferred(checkpoint, [grow(p1, "2"), grow(p2, "2")])
+    assert result.accepted == ["ns/p2", "ns/p1"]
+    assert result.node.used()["cpu"] == Quantity("4")
+
+
+def test_retry_drops_pods_no_longer_on_the_node_and_reports_infeasible() -> None:
+    p1, gone = burstable("p1", "1"), burstable("gone", "1")
+    checkpoint = node("4", "8Gi", "110", p1).with_allocatable(
+        {"cpu": Quantity("1500m"), "memory": Quantity("8Gi")}
+    )
+    result = retry_deferred(checkpoint, [grow(gone, "2"), grow(p1, "2")])
+    assert result.accepted == []
+    assert list(result.decisions) == ["ns/p1"]
+    assert isinstance(result.decisions["ns/p1"], Infeasible)
+
+
+def test_node_allocation_is_immutable() -> None:
+    empty = node("4", "8Gi", "110")
+    one = empty.with_pod(burstable("a", "1"))
+    assert empty.pods == {} and empty.used() == {}
+    assert one.used() == {"cpu": Quantity("1"), "memory": Quantity("128Mi")}
+    assert one.without_pod("ns/a").used() == {}
+    assert one.used(excluding="ns/a") == {}
+    assert one.requests_of("ns/a") == {"cpu": Quantity("1"), "memory": Quantity("128Mi")}

@@ -1,0 +1,238 @@
+"""The pure folds behind every projection: one named case per event type."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from inplace.core.bus.consumer import Record
+from inplace.core.bus.producer import Position
+from inplace.core.projection.reducers import PARTITION_SPACE, position_of, resource_version
+from inplace.core.projection.state import ClusterState
+from schemas import events as ev
+from schemas.envelope import Envelope
+from schemas.k8s import Pod
+from tests import factories
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+NS, NAME, UID = "default", "web", "uid-default-web"
+
+
+def _record(payload: ev.EventPayload, offset: int, partition: int = 0) -> Record:
+    env = Envelope.wrap(payload, producer="test", time=T0 + timedelta(seconds=offset))
+    return Record(Position(payload.TOPIC, partition, offset), env)
+
+
+def _fold(*payloads: ev.EventPayload) -> ClusterState:
+    state = ClusterState()
+    for i, payload in enumerate(payloads):
+        state.apply(_record(payload, i))
+    return state
+
+
+def _pod(state: ClusterState) -> Pod:
+    return state.pods[(NS, NAME)]
+
+
+CREATED = ev.PodCreated(namespace=NS, name=NAME, uid=UID, pod=factories.pod(NS, NAME))
+WANT = factories.resources("200m", "256Mi")
+
+PodCheck = Callable[[Pod], object]
+POD_CASES: list[tuple[str, list[ev.EventPayload], PodCheck, object]] = [
+    (
+        "created pod is Pending with rv and generation 1",
+        [CREATED],
+        lambda p: (p.status.phase, p.metadata.resource_version, p.metadata.generation),
+        ("Pending", "0", 1),
+    ),
+    (
+        "resize proposed changes spec, bumps generation, sets Proposed",
+        [
+            CREATED,
+            ev.ResizeProposed(
+                namespace=NS,
+                name=NAME,
+                uid=UID,
+                containers=[ev.ContainerResources(name="app", resources=WANT)],
+            ),
+        ],
+        lambda p: (
+            str(p.spec.containers[0].resources.requests["cpu"]),
+            p.metadata.generation,
+            p.status.resize,
+        ),
+        ("200m", 2, "Proposed"),
+    ),
+    (
+        "resize of an unknown container name is ignored",
+        [
+            CREATED,
+            ev.ResizeProposed(
+                namespace=NS,
+                name=NAME,
+                uid=UID,
+                containers=[ev.ContainerResources(name="nope", resources=WANT)],
+            ),
+        ],
+        lambda p: str(p.spec.containers[0].resources.requests["cpu"]),
+        "100m",
+    ),
+    (
+        "allocated fills containerStatuses[].allocatedResources",
+        [
+            CREATED,
+            ev.Allocated(
+                namespace=NS,
+                name=NAME,
+                uid=UID,
+                node_name="n1",
+                containers=[ev.ContainerAllocation(name="app", resources=WANT)],
+            ),
+        ],
+        lambda p: {
+            k: str(v) for k, v in p.status.container_statuses[0].allocated_resources.items()
+        },
+        {"cpu": "200m", "memory": "256Mi"},
+    ),
+    (
+        "actuated fills containerStatuses[].resources",
+        [
+            CREATED,
+            ev.Actuated(
+                namespace=NS,
+                name=NAME,
+                uid=UID,
+                node_name="n1",
+                containers=[ev.ContainerActual(name="app", resources=WANT)],
+            ),
+        ],
+        lambda p: str(p.status.container_statuses[0].resources.limits["memory"]),
+        "256Mi",
+    ),
+    (
+        "Deferred sets PodResizePending with reason Deferred",
+        [
+            CREATED,
+            ev.ResizeStatusChanged(
+                namespace=NS,
+                name=NAME,
+                uid=UID,
+                resize="Deferred",
+                message="Node didn't have enough capacity",
+            ),
+        ],
+        lambda p: [(c.type, c.status, c.reason) for c in p.status.conditions],
+        [("PodResizePending", "True", "Deferred")],
+    ),
+    (
+        "InProgress sets PodResizeInProgress; clearing removes it",
+        [
+            CREATED,
+            ev.ResizeStatusChanged(namespace=NS, name=NAME, uid=UID, resize="InProgress"),
+            ev.ResizeStatusChanged(namespace=NS, name=NAME, uid=UID, resize=None),
+        ],
+        lambda p: (p.status.resize, p.status.conditions),
+        (None, None),
+    ),
+    (
+        "bound sets nodeName and PodScheduled=True",
+        [CREATED, ev.PodBound(namespace=NS, name=NAME, uid=UID, node_name="n1")],
+        lambda p: (p.spec.node_name, [(c.type, c.status) for c in p.status.conditions]),
+        ("n1", [("PodScheduled", "True")]),
+    ),
+    (
+        "unschedulable sets PodScheduled=False with the scheduler's message",
+        [
+            CREATED,
+            ev.PodUnschedulable(
+                namespace=NS,
+                name=NAME,
+                uid=UID,
+                message="0/3 nodes are available: 3 Insufficient cpu.",
+            ),
+        ],
+        lambda p: [(c.reason, c.message) for c in p.status.conditions],
+        [("Unschedulable", "0/3 nodes are available: 3 Insufficient cpu.")],
+    ),
+    (
+        "running sets phase, startTime at the event time, Ready",
+        [CREATED, ev.PodPhaseChanged(namespace=NS, name=NAME, uid=UID, phase="Running")],
+        lambda p: (p.status.phase, p.status.start_time),
+        ("Running", T0 + timedelta(seconds=1)),
+    ),
+    (
+        "restart count follows ContainerRestarted",
+        [
+            CREATED,
+            ev.ContainerRestarted(
+                namespace=NS, name=NAME, uid=UID, container="app", restart_count=3
+            ),
+        ],
+        lambda p: p.status.container_statuses[0].restart_count,
+        3,
+    ),
+    (
+        "evicted pod goes back to Pending without a node",
+        [
+            CREATED,
+            ev.PodBound(namespace=NS, name=NAME, uid=UID, node_name="n1"),
+            ev.PodEvicted(namespace=NS, name=NAME, uid=UID, node_name="n1", reason="Evicted"),
+        ],
+        lambda p: (p.spec.node_name, p.status.phase, p.status.reason),
+        (None, "Pending", "Evicted"),
+    ),
+    (
+        "resourceVersion packs offset and partition",
+        [CREATED, ev.PodBound(namespace=NS, name=NAME, uid=UID, node_name="n1")],
+        lambda p: p.metadata.resource_version,
+        str(1 * PARTITION_SPACE),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("events", "check", "expected"), [c[1:] for c in POD_CASES], ids=[c[0] for c in POD_CASES]
+)
+def test_pod_reducer(events: list[ev.EventPayload], check: PodCheck, expected: object) -> None:
+    assert check(_pod(_fold(*events))) == expected
+
+
+def test_events_before_creation_and_after_deletion_leave_no_pod() -> None:
+    bound = ev.PodBound(namespace=NS, name=NAME, uid=UID, node_name="n1")
+    assert _fold(bound).pods == {}
+    assert _fold(CREATED, ev.PodDeleted(namespace=NS, name=NAME, uid=UID), bound).pods == {}
+
+
+def test_node_keeps_initial_capacity_across_capacity_changes() -> None:
+    n = factories.node("n1", cpu="4", memory="8Gi")
+    grown = {"cpu": "8", "memory": "16Gi", "pods": "110"}
+    state = _fold(
+        ev.NodeRegistered(name="n1", node=n),
+        ev.NodeCapacityChanged(
+            name="n1",
+            old_capacity=n.status.capacity,
+            new_capacity=grown,
+            old_allocatable=n.status.allocatable,
+            new_allocatable=grown,
+        ),
+    )
+    status = state.nodes["n1"].status
+    assert {k: str(v) for k, v in status.capacity.items()} == grown
+    assert str(status.initial_capacity["cpu"]) == "4"
+    assert str(status.initial_capacity["memory"]) == "8Gi"
+
+
+def test_events_with_one_name_aggregate_their_count() -> None:
+    event = factories.kube_event(NS, NAME)
+    state = _fold(*[ev.KubeEventRecorded(event=event)] * 3)
+    stored = state.events[(NS, f"{NAME}.resizing")]
+    assert stored.count == 3
+    assert stored.first_timestamp == T0
+    assert stored.last_timestamp == T0 + timedelta(seconds=2)
+
+
+def test_resource_version_round_trips_to_a_position() -> None:
+    pos = Position("pods", 5, 123456)
+    assert position_of(resource_version(pos), "pods") == pos
