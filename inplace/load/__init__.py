@@ -9,6 +9,6 @@ through the log (ResizeProposed → Allocated → Actuated, or Deferred / Infeas
 - `report`: summary table, JSON and PNG;
 - `runner`: one run, start to end (what the CLI and the benchmark call).
 
-Only `inplace.cli` and `benchmarks/` import this package; it uses `inplace.core` and `schemas`
+Only `inplace.cli` and `bench/` import this package; it uses `inplace.core` and `schemas`
 and never a service.
 """

@@ -129,3 +129,7 @@ def internal(message: str) -> ApiError:
 
 def path_not_found(path: str) -> ApiError:
     return _status(404, "NotFound", f"the server could not find the requested resource ({path})")
+
+
+def unavailable(message: str) -> ApiError:
+    return _status(503, "ServiceUnavailable", message, retry_after=1)

@@ -21,6 +21,7 @@ from services.apiserver.admission import AdmissionClient
 from services.apiserver.app import build_app
 from services.apiserver.objects import ObjectHandlers
 from services.apiserver.pods import PodHandlers
+from services.apiserver.readiness import ReadinessGate
 from services.apiserver.writer import Writer
 
 ROLE = "apiserver"
@@ -49,7 +50,13 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         ready.set()
         await asyncio.Event().wait()  # keep the loop alive; RoleServer cancels it on stop
 
-    server = RoleServer(ROLE, host=host, port=port, routes=[Mount("", app=app)], ready=ready.is_set)
+    server = RoleServer(
+        ROLE,
+        host=host,
+        port=port,
+        routes=[Mount("", app=ReadinessGate(app, ready.is_set))],
+        ready=ready.is_set,
+    )
     try:
         await server.run({"read-model": model.run, "bootstrap": bootstrap})
     finally:

@@ -494,10 +494,18 @@ class NodeAgent:
             await self._write(ev.ResizeStatusChanged(**self._ids(pod), resize="InProgress"), key)
             if shrinks:
                 self._retry_deferred()
-        elif key in self.deferred:
-            # The user went back to what is allocated while the resize waited.
-            self.deferred.pop(key)
-            RESIZE_REQUESTS.labels("canceled").inc()
+        else:
+            if key in self.deferred:
+                # The user went back to what is allocated while the resize waited.
+                self.deferred.pop(key)
+                RESIZE_REQUESTS.labels("canceled").inc()
+            if pod.status.resize == "Proposed" and not same_resources(actual_of(pod), desired):
+                # A restart cut the kubelet off between Allocated and InProgress (the
+                # allocation is in the checkpoint, the runtime is behind): finish the step.
+                self._started.setdefault(key, time.monotonic())
+                await self._write(
+                    ev.ResizeStatusChanged(**self._ids(pod), resize="InProgress"), key
+                )
         if not await self._actuate(key):
             return
         pod = self._pod(key)

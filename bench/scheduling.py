@@ -7,7 +7,7 @@ decision costs O(nodes) whatever has been placed, so 5x the pods takes about 5x 
 25x. Then a KEP-3953 round: pods too big for any node wait, nodes grow, and only the pods the
 grown nodes can host are retried. Prints peak memory.
 
-Not a test: `.venv/bin/python -m benchmarks.scheduling [--nodes 1000 --pods 10000 50000]`.
+Not a test: `.venv/bin/python -m bench.scheduling [--nodes 1000 --pods 10000 50000]`.
 """
 
 from __future__ import annotations

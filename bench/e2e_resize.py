@@ -4,8 +4,8 @@ Starts its own local cluster (Kafka, PostgreSQL and every role, as `inplace up` 
 temporary directory on free ports, runs `inplace load` against it through the library, prints
 resizes/s and the latency percentiles per stage, and stops everything. Not a test.
 
-    .venv/bin/python -m benchmarks.e2e_resize --nodes 100 --pods 2000 --resizes 5000
-    .venv/bin/python -m benchmarks.e2e_resize --mode log      # the back end alone
+    .venv/bin/python -m bench.e2e_resize --nodes 100 --pods 2000 --resizes 5000
+    .venv/bin/python -m bench.e2e_resize --mode log      # the back end alone
 """
 
 from __future__ import annotations
