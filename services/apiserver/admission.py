@@ -10,6 +10,7 @@ import base64
 import json
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any, Literal
 
 import httpx
@@ -25,8 +26,18 @@ WEBHOOK = "quota.inplace.io"
 
 
 class AdmissionClient:
-    def __init__(self, url: str | None, timeout_s: float = 10.0) -> None:
+    """`applies(namespace)` is the webhook's namespace selector: the quota webhook only
+    matters where a ResourceQuota or LimitRange exists, so elsewhere it is not called (as
+    kube-apiserver's in-process ResourceQuota/LimitRanger plugins are no-ops there)."""
+
+    def __init__(
+        self,
+        url: str | None,
+        timeout_s: float = 10.0,
+        applies: Callable[[str], bool] = lambda namespace: True,
+    ) -> None:
         self.url = url.rstrip("/") if url else None
+        self.applies = applies
         self._client = httpx.AsyncClient(timeout=timeout_s)
         if not self.url:
             log.warning("no quota admission URL: ResourceQuota/LimitRange are not enforced")
@@ -42,7 +53,7 @@ class AdmissionClient:
         sub_resource: str | None = None,
     ) -> Pod:
         """Allowed → the pod (with the webhook's JSON Patch applied); denied → ApiError."""
-        if not self.url:
+        if not self.url or not self.applies(pod.metadata.namespace or "default"):
             return pod
         obj = pod.to_k8s()
         review = AdmissionReview(

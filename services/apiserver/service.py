@@ -36,7 +36,7 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
     )
     await producer.start()
     writer = Writer(LogWriter(producer, model, ROLE))
-    admission = AdmissionClient(settings.quota_url)
+    admission = AdmissionClient(settings.quota_url, applies=lambda ns: _has_policy(model, ns))
     app = build_app(
         PodHandlers(model, writer, admission), ObjectHandlers(model, writer), f"{host}:{port}"
     )
@@ -62,3 +62,12 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
     finally:
         await admission.close()
         await producer.stop()
+
+
+def _has_policy(model: ReadModel, namespace: str) -> bool:
+    """Does the namespace hold a ResourceQuota or LimitRange (the webhook's selector)?"""
+    return any(
+        ns == namespace
+        for collection in ("resourcequotas", "limitranges")
+        for ns, _ in model.objects(collection)
+    )

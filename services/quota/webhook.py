@@ -42,6 +42,8 @@ class QuotaWebhook:
         self.ttl = ttl
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._reserved: defaultdict[str, dict[str, Reservation]] = defaultdict(dict)
+        # Pod names per namespace, so a decision reads its namespace, not the whole cluster.
+        self._names: defaultdict[str, set[str]] = defaultdict(set)
         model.on_apply(self._release)
 
     def _release(self, record: Record) -> None:
@@ -49,15 +51,21 @@ class QuotaWebhook:
         payload = record.envelope.payload
         if isinstance(payload, ev.PodCreated | ev.ResizeProposed | ev.PodDeleted):
             self._reserved[payload.namespace].pop(payload.name, None)
+        if isinstance(payload, ev.PodCreated):
+            self._names[payload.namespace].add(payload.name)
 
     def _namespace_pods(self, namespace: str) -> list[Pod]:
         now = time.monotonic()
         reserved = self._reserved[namespace]
         for name in [n for n, r in reserved.items() if r.expires < now]:
             del reserved[name]
-        pods = {
-            name: pod for (ns, name), pod in self.model.objects("pods").items() if ns == namespace
-        }
+        pods: dict[str, Pod] = {}
+        for name in sorted(self._names[namespace]):
+            pod = self.model.get("pods", (namespace, name))
+            if pod is None:  # deleted since
+                self._names[namespace].discard(name)
+            else:
+                pods[name] = pod
         pods.update({name: r.pod for name, r in reserved.items()})
         return list(pods.values())
 
@@ -99,11 +107,15 @@ class QuotaWebhook:
                 for (ns, _), r in sorted(self.model.objects("limitranges").items())
                 if ns == namespace
             ]
-            pods = [
-                p for p in self._namespace_pods(namespace) if p.metadata.name != pod.metadata.name
-            ]
-            if old is not None:
-                pods.append(old)
+            pods: list[Pod] = []
+            if quotas:  # only a quota counts the namespace's pods (LimitRange is per pod)
+                pods = [
+                    p
+                    for p in self._namespace_pods(namespace)
+                    if p.metadata.name != pod.metadata.name
+                ]
+                if old is not None:
+                    pods.append(old)
             decision = admit(quotas, ranges, pods, operation, old, pod)  # type: ignore[arg-type]
             if not isinstance(decision, Allowed):
                 return AdmissionResponse(uid=req.uid, allowed=False, status=decision.to_status())

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -326,3 +327,32 @@ async def test_concurrent_resizes_cannot_both_pass_a_quota_that_fits_one(
             lambda u: same(u, {"requests.cpu": "1", "limits.cpu": "1"}),
             f"{ns}: the winner is charged",
         )
+
+
+async def test_webhook_is_called_only_where_a_quota_or_limit_range_exists(
+    settings: Settings, tmp_path: Path, quota: RoleProcess
+) -> None:
+    """The quota webhook's namespace selector: with the quota service down, a namespace
+    without policies still admits pods; one with a LimitRange refuses them (failurePolicy
+    Fail) with Kubernetes' "failed calling webhook" error, never admitting silently."""
+    quota.stop()
+    apiserver = RoleProcess(
+        "apiserver", settings, tmp_path / "apiserver.log", INPLACE_QUOTA_URL=quota.url
+    )
+    apiserver.start()
+    try:
+        await apiserver.ready()
+        v1 = core(apiserver)
+        await namespace(v1)
+        created = await call(v1.create_namespaced_pod, NS, pod_body("free"))
+        assert created.metadata.name == "free"
+        limits = {"metadata": {"name": "limits"}, "spec": {"limits": [{"type": "Container"}]}}
+        await call(v1.create_namespaced_limit_range, NS, limits)
+        with pytest.raises(ApiException) as refused:
+            await call(v1.create_namespaced_pod, NS, pod_body("gated"))
+        assert refused.value.status == 500
+        body = status_of(refused.value)
+        assert body["reason"] == "InternalError"
+        assert 'failed calling webhook "quota.inplace.io"' in body["message"]
+    finally:
+        apiserver.stop()
