@@ -131,6 +131,8 @@ class FakeRuntime:
         self._clock = clock
         self._sandboxes: dict[str, _Sandbox] = {}
         self._containers: dict[str, _Container] = {}
+        # Container ids per sandbox: pod-level calls must not scan every container on the node.
+        self._by_sandbox: dict[str, dict[str, _Container]] = {}
         self._failures: list[_Failure] = []
         self._hangs: list[tuple[str | None, Callable[[Call], bool] | None]] = []
         self._release = asyncio.Event()
@@ -209,7 +211,10 @@ class FakeRuntime:
             raise NotFoundError(method, container_id, "no such container") from None
 
     def _children(self, sandbox_id: str) -> list[_Container]:
-        return [c for c in self._containers.values() if c.sandbox_id == sandbox_id]
+        return list(self._children_map(sandbox_id).values())
+
+    def _children_map(self, sandbox_id: str) -> dict[str, _Container]:
+        return self._by_sandbox.get(sandbox_id, {})
 
     def _check_child(
         self, method: str, target: str, child: LinuxContainerResources, sandbox: _Sandbox
@@ -258,6 +263,7 @@ class FakeRuntime:
         await self._enter("remove_pod_sandbox", sandbox_id)
         for container in self._children(sandbox_id):
             del self._containers[container.id]
+        self._by_sandbox.pop(sandbox_id, None)
         self._sandboxes.pop(sandbox_id, None)
 
     def _sandbox_status(self, sandbox: _Sandbox) -> PodSandboxStatus:
@@ -332,7 +338,7 @@ class FakeRuntime:
             raise RuntimeServiceError("create_container", sandbox_id, f"name {name!r} is in use")
         container_id = self._unique(f"{sandbox_id}/{name}", self._containers)
         self._check_child("create_container", container_id, linux, sandbox)
-        self._containers[container_id] = _Container(
+        container = _Container(
             id=container_id,
             name=name,
             sandbox_id=sandbox_id,
@@ -340,6 +346,8 @@ class FakeRuntime:
             resources=linux,
             created_at=self._clock(),
         )
+        self._containers[container_id] = container
+        self._by_sandbox.setdefault(sandbox_id, {})[container_id] = container
         return container_id
 
     async def start_container(self, container_id: str) -> None:
@@ -372,7 +380,9 @@ class FakeRuntime:
 
     async def remove_container(self, container_id: str) -> None:
         await self._enter("remove_container", container_id)
-        self._containers.pop(container_id, None)
+        container = self._containers.pop(container_id, None)
+        if container is not None:
+            self._by_sandbox.get(container.sandbox_id, {}).pop(container_id, None)
 
     def exit_container(self, container_id: str, exit_code: int = 0) -> None:
         """Simulate the container's process exiting on its own."""
@@ -399,11 +409,8 @@ class FakeRuntime:
 
     async def list_containers(self, sandbox_id: str | None = None) -> list[ContainerStatus]:
         await self._enter("list_containers", sandbox_id or "")
-        return [
-            self._status(c)
-            for c in self._containers.values()
-            if sandbox_id is None or c.sandbox_id == sandbox_id
-        ]
+        containers = self._containers if sandbox_id is None else self._children_map(sandbox_id)
+        return [self._status(c) for c in containers.values()]
 
     async def update_container_resources(
         self, container_id: str, resources: ContainerResources
