@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -84,6 +85,7 @@ async def decode_batch(
     raw: dict[TopicPartition, list[RawRecord]], role: str, dead_letters: DeadLetters | None
 ) -> Batch:
     batch = Batch()
+    consumed: Counter[str] = Counter()
     for tp, items in raw.items():
         for item in items:
             decoded = decode_record(item)
@@ -92,11 +94,14 @@ async def decode_batch(
                     await dead_letters.park(decoded)
                 batch.malformed.append(decoded)
             else:
-                EVENTS_CONSUMED.labels(role, decoded.envelope.type).inc()
+                consumed[decoded.envelope.type] += 1
                 batch.records.append(decoded)
         if items:
             batch.start_offsets[tp] = items[0].offset
             batch.next_offsets[tp] = items[-1].offset + 1
+    # One labels() lookup per event type and batch, not per record (it was ~10% of a rebuild).
+    for kind, n in consumed.items():
+        EVENTS_CONSUMED.labels(role, kind).inc(n)
     return batch
 
 

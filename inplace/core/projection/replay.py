@@ -10,12 +10,14 @@ import asyncpg
 from aiokafka import TopicPartition
 from aiokafka.partitioner import DefaultPartitioner
 
-from inplace.core.bus.consumer import LogReader, Record
+from inplace.core.bus.consumer import Batch, LogReader, Record
 from inplace.core.bus.producer import Position
 from inplace.core.projection.state import ClusterState
 from inplace.core.projection.store import ProjectionStore
 from inplace.core.store.migrations import drop_schema, migrate
 from schemas.events import EVENT_TOPICS, PODS
+
+REBUILD_CHUNK = 20_000  # events folded in memory per write transaction
 
 
 @dataclass
@@ -79,6 +81,8 @@ async def rebuild(
         async with LogReader(bootstrap, role="rebuild") as reader:
             tps = await reader.partitions([topic_prefix + t for t in EVENT_TOPICS])
             done: dict[TopicPartition, int] = {}
+            # Folded in memory across polls: the shadow schema is ours alone.
+            state, chunk = ClusterState(), Batch()
             for _ in range(max_rounds):
                 snapshot = await _live_snapshot(conn, live)
                 if snapshot is None:  # nothing projected yet: rebuild the whole log
@@ -87,9 +91,14 @@ async def rebuild(
                     stored, report.live_checksum = snapshot
                     target = {tp: stored.get(tp, 0) for tp in tps}
                 async for batch in reader.read(done, target):
-                    async with conn.transaction():
-                        await shadow.apply(conn, batch)
-                    report.events += len(batch.records) + len(batch.malformed)
+                    for record in batch.records:
+                        state.apply(record)
+                    absorb(chunk, batch)
+                    if len(chunk.records) + len(chunk.malformed) >= REBUILD_CHUNK:
+                        report.events += await _flush(conn, shadow, state, chunk)
+                        chunk = Batch()
+                report.events += await _flush(conn, shadow, state, chunk)
+                chunk = Batch()
                 done = dict(target)
                 report.offsets = target
                 report.rebuilt_checksum = await shadow.checksum(conn)
@@ -106,6 +115,26 @@ async def rebuild(
         await conn.close()
     report.seconds = time.perf_counter() - started
     return report
+
+
+async def _flush(
+    conn: asyncpg.Connection, shadow: ProjectionStore, state: ClusterState, chunk: Batch
+) -> int:
+    """One transaction for a chunk of folded polls; returns how many events it held."""
+    if not chunk:
+        return 0
+    async with conn.transaction():
+        await shadow.write_folded(conn, state, chunk)
+    return len(chunk.records) + len(chunk.malformed)
+
+
+def absorb(chunk: Batch, batch: Batch) -> None:
+    """Append `batch` to `chunk` (offsets: where each partition continues; where it began)."""
+    chunk.records.extend(batch.records)
+    chunk.malformed.extend(batch.malformed)
+    chunk.next_offsets.update(batch.next_offsets)
+    for tp, first in batch.start_offsets.items():
+        chunk.start_offsets.setdefault(tp, first)
 
 
 async def _swap(

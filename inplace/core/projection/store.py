@@ -38,6 +38,22 @@ CHECKSUM_TABLES: dict[str, str] = {
 }
 
 
+HISTORY_COLUMNS = [
+    "topic",
+    "partition",
+    "offset",
+    "namespace",
+    "pod_name",
+    "event_id",
+    "event_type",
+    "event_time",
+    "correlation_id",
+    "causation_id",
+    "producer",
+    "payload",
+]
+
+
 class StaleBatch(RuntimeError):
     """The stored offsets are past this batch: it was applied already; re-seek, drop it."""
 
@@ -104,6 +120,15 @@ class ProjectionStore:
         state = await self._load(conn, batch)
         for record in batch.records:
             state.apply(record)
+        await self.write_folded(conn, state, batch)
+
+    async def write_folded(
+        self, conn: asyncpg.Connection, state: ClusterState, batch: Batch
+    ) -> None:
+        """Write what `state` changed while folding `batch`, its history and its offsets.
+
+        The rebuild calls this directly: its shadow schema has no other writer, so it folds
+        many polls in memory (nothing read back per batch) and writes them as one chunk."""
         await self._write(conn, state)
         await self._history(conn, batch)
         await self._dead_letters(conn, batch)
@@ -246,14 +271,12 @@ class ProjectionStore:
             for r in batch.records
             if isinstance(p := r.envelope.payload, ev.PodEvent)
         ]
-        # A plain INSERT: a second application of the same position fails the transaction
+        # COPY, no upsert: a second application of the same position fails the transaction
         # (primary key) instead of silently duplicating history.
-        await conn.executemany(
-            f'INSERT INTO {self.schema}.pod_history (topic, partition, "offset", namespace,'
-            " pod_name, event_id, event_type, event_time, correlation_id, causation_id, producer,"
-            " payload) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)",
-            rows,
-        )
+        if rows:
+            await conn.copy_records_to_table(
+                "pod_history", schema_name=self.schema, columns=HISTORY_COLUMNS, records=rows
+            )
 
     async def _dead_letters(self, conn: asyncpg.Connection, batch: Batch) -> None:
         await conn.executemany(
