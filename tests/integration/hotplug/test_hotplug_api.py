@@ -222,6 +222,9 @@ async def test_node_resize_cli(
         (("ghost", "--cpu", "4"), 'nodes "ghost" not found'),
         (("node-c", "--memory", "64Gb"), "quantities must match the regular expression"),
         (("node-c", "--cpu", "0"), 'cpu: Invalid value: "0": must be greater than zero'),
+        (("node-c", "--memory=-1Gi"), 'memory: Invalid value: "-1Gi": must be greater than zero'),
+        (("node-c", "--swap", "-1"), 'swap: Invalid value: "-1": must be greater than or equal'),
+        (("node-c", "--memory", "1Gi"), "must be greater than the 1Gi reserved for the system"),
         (("node-c",), "nothing to resize"),
     ]
     for args, text in cases:
