@@ -22,7 +22,8 @@ from inplace.core.logwriter import LogWriter
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.envelope import Envelope, EventPayload
-from schemas.k8s import Container, Event, Pod, ResourceRequirements
+from schemas.k8s import RESOURCE_MEMORY, Container, Event, Pod, ResourceList, ResourceRequirements
+from schemas.quantity import Quantity
 from schemas.resources import is_sidecar
 from services.kubelet.actuation import (
     Blocked,
@@ -62,6 +63,7 @@ from services.kubelet.noderesize import (
     resync_plan,
     starvation_condition,
     starved_resources,
+    with_swap_and_oom,
 )
 from services.kubelet.noderesize_metrics import RESYNC_ERRORS, RESYNC_REQUESTS
 
@@ -265,7 +267,8 @@ class NodeAgent:
                     ),
                 )
             )
-            for key in evictions(allocatable, list(self.checkpoint.pods.values())):
+            usage = await self._memory_usage()
+            for key in evictions(allocatable, list(self.checkpoint.pods.values()), usage):
                 pod = self._live(key)
                 if pod is not None:
                     message = "The node's allocatable shrank below what its pods request"
@@ -343,6 +346,21 @@ class NodeAgent:
             )
         self._retry_deferred()
 
+    async def _memory_usage(self) -> dict[str, ResourceList]:
+        """Measured memory per running pod: evictions rank Burstable pods by usage over request
+        and need it to see what a BestEffort pod (no requests) holds. A container the runtime
+        cannot measure counts as using nothing."""
+        usage: dict[str, ResourceList] = {}
+        for key, runtime in self.pods.items():
+            total = 0
+            for cid in runtime.containers.values():
+                try:
+                    total += await self.runtime.container_memory_usage(cid)
+                except RuntimeServiceError as exc:
+                    log.warning("%s: memory usage of %s: %s", self.name, key, exc)
+            usage[key] = {RESOURCE_MEMORY: Quantity.from_int(total, "BinarySI")}
+        return usage
+
     async def _write_node(self, payload: EventPayload) -> None:
         await self.writer.write(payload)
 
@@ -414,9 +432,13 @@ class NodeAgent:
                 allocated.metadata.uid or key, resources=pod_resources(allocated)
             )
             ids: dict[str, str] = {}
+            targets = self._linux_targets(allocated)
             for c in resizable(allocated):
                 cid = await self.runtime.create_container(
-                    sandbox, c.name, ["sleep", "infinity"], container_resources(c.resources)
+                    sandbox,
+                    c.name,
+                    ["sleep", "infinity"],
+                    ContainerResources(linux=targets[c.name]),
                 )
                 await self.runtime.start_container(cid)
                 ids[c.name] = cid
@@ -427,6 +449,26 @@ class NodeAgent:
             return False
         self.pods[key] = PodRuntime(sandbox, ids)
         return True
+
+    def _linux_targets(self, allocated: Pod) -> dict[str, LinuxContainerResources]:
+        """The CRI resources of an allocation, with the swap limit and OOM score adj the node's
+        current capacity gives it (so neither a start nor a pod resize drops them)."""
+        linux = {
+            c.name: container_resources(c.resources).linux or LinuxContainerResources()
+            for c in resizable(allocated)
+        }
+        node = self.model.get("nodes", self.name)
+        if node is None or node.status is None:
+            return linux
+        try:
+            status = node.status
+            return with_swap_and_oom(
+                self.name, allocated, status.capacity or {}, status.initial_capacity, linux
+            )
+        except ValueError as exc:
+            # Larger than the node after an unplug: eviction deals with the pod, not this.
+            log.warning("%s: no swap limit for %s: %s", self.name, pod_key(allocated), exc)
+            return linux
 
     async def _release(self, key: str) -> None:
         runtime = self.pods.pop(key, None)
@@ -541,7 +583,6 @@ class NodeAgent:
             if not await self._start(key, allocated_pod):
                 return False
             runtime = self.pods[key]
-        allocated = resources_of(allocated_pod)
         policies = {c.name: c.resize_policy for c in resizable(allocated_pod)}
         try:
             states = []
@@ -562,7 +603,7 @@ class NodeAgent:
             log.warning("%s: reading %s from the runtime: %s", self.name, key, exc)
             self._retry_later(key)
             return False
-        targets = {n: container_resources(r).linux for n, r in allocated.items()}
+        targets = self._linux_targets(allocated_pod)
         plan = plan_resize(
             states,
             targets,

@@ -59,6 +59,7 @@ __all__ = [
     "starvation_condition",
     "starved_resources",
     "swap_limit",
+    "with_swap_and_oom",
 ]
 
 SWAP_RESOURCE: Final = "swap"
@@ -344,6 +345,29 @@ def resync_plan(
                 )
             )
     return plan
+
+
+def with_swap_and_oom(
+    node: str,
+    pod_with_allocation: Pod,
+    capacity: Mapping[str, Quantity],
+    initial_capacity: Mapping[str, Quantity] | None,
+    linux: Mapping[str, LinuxContainerResources],
+) -> dict[str, LinuxContainerResources]:
+    """`linux` (CRI resources per container name) with the swap limit and OOM score adj this
+    node's current capacity gives the pod: what kuberuntime sets when it creates a container,
+    and what a pod resize must keep (its new memory request moves the swap limit too).
+
+    Without this a container would start with no swap limit and score 0, and only the next node
+    resize would set them (KEP-3953's flow expects 1.33G at T=0, before any resize). Raises
+    ValueError like `resync_plan` for a container requesting more than the node's memory.
+    """
+    plan = resync_plan(node, [pod_with_allocation], capacity, capacity, initial_capacity)
+    updates = {u.container: u for u in plan}
+    return {
+        name: updates[name].apply(value) if name in updates else value
+        for name, value in linux.items()
+    }
 
 
 # --- hot unplug: re-admission and eviction ------------------------------------------------------

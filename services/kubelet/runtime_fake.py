@@ -35,7 +35,7 @@ from services.kubelet.cri import (
     RuntimeUnavailableError,
 )
 
-__all__ = ["Call", "FakeRuntime", "RecordingRuntime", "resource_values"]
+__all__ = ["Call", "FakeRuntime", "RecordingRuntime", "journal_values", "resource_values"]
 
 ErrorFactory = type[RuntimeServiceError] | RuntimeServiceError | None
 
@@ -48,6 +48,17 @@ def resource_values(resources: LinuxContainerResources | None) -> dict[str, int]
         "cpu_quota": resources.cpu_quota,
         "cpu_shares": resources.cpu_shares,
         "memory_limit_in_bytes": resources.memory_limit_in_bytes,
+    }
+
+
+def journal_values(resources: LinuxContainerResources | None) -> dict[str, object]:
+    """`resource_values` plus what a node resize resyncs (KEP-3953): the cgroup v2 swap limit
+    and the OOM score adj, so tests can see them in the calls that set them."""
+    resources = resources or LinuxContainerResources()
+    return {
+        **resource_values(resources),
+        "memory_swap_max": resources.unified.get("memory.swap.max"),
+        "oom_score_adj": resources.oom_score_adj,
     }
 
 
@@ -332,7 +343,7 @@ class FakeRuntime:
         resources: ContainerResources,
     ) -> str:
         linux = _linux(resources)
-        await self._enter("create_container", sandbox_id, name=name, **resource_values(linux))
+        await self._enter("create_container", sandbox_id, name=name, **journal_values(linux))
         sandbox = self._sandbox(sandbox_id, "create_container")
         if any(c.name == name for c in self._children(sandbox_id)):
             raise RuntimeServiceError("create_container", sandbox_id, f"name {name!r} is in use")
@@ -416,7 +427,7 @@ class FakeRuntime:
         self, container_id: str, resources: ContainerResources
     ) -> None:
         linux = _linux(resources)
-        await self._enter("update_container_resources", container_id, **resource_values(linux))
+        await self._enter("update_container_resources", container_id, **journal_values(linux))
         container = self._container(container_id, "update_container_resources")
         self._check_child(
             "update_container_resources",
@@ -504,7 +515,7 @@ class RecordingRuntime:
         command: list[str],
         resources: ContainerResources,
     ) -> str:
-        self._record("create_container", sandbox_id, name=name, **resource_values(resources.linux))
+        self._record("create_container", sandbox_id, name=name, **journal_values(resources.linux))
         return await self.inner.create_container(sandbox_id, name, command, resources)
 
     async def start_container(self, container_id: str) -> None:
@@ -530,7 +541,7 @@ class RecordingRuntime:
     async def update_container_resources(
         self, container_id: str, resources: ContainerResources
     ) -> None:
-        self._record("update_container_resources", container_id, **resource_values(resources.linux))
+        self._record("update_container_resources", container_id, **journal_values(resources.linux))
         await self.inner.update_container_resources(container_id, resources)
 
     async def container_memory_usage(self, container_id: str) -> int:

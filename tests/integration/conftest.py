@@ -4,13 +4,15 @@ test, and the projector as a real process that can be SIGKILLed."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import httpx
@@ -191,3 +193,34 @@ async def apiserver(settings: Settings, tmp_path: Path) -> AsyncIterator[RolePro
     await proc.ready()
     yield proc
     proc.stop()
+
+
+@pytest.fixture
+async def scheduler(
+    settings: Settings, tmp_path: Path, apiserver: RoleProcess
+) -> AsyncIterator[RoleProcess]:
+    """A running scheduler next to the apiserver."""
+    proc = RoleProcess("scheduler", settings, tmp_path / "scheduler.log")
+    proc.start()
+    await proc.ready()
+    yield proc
+    proc.stop()
+
+
+async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+async def until(
+    probe: Callable[[], Any], ok: Callable[[Any], bool], what: str, within: float = 60.0
+) -> Any:
+    """Poll `probe` until `ok` holds for its value (a bounded wait, not a timing assertion).
+    A blocking probe (the Kubernetes client) runs in a thread; a coroutine function is awaited."""
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        value = await probe() if inspect.iscoroutinefunction(probe) else await call(probe)
+        if ok(value):
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{what}: still {value!r}")
+        await asyncio.sleep(0.05)

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -23,9 +20,10 @@ from inplace.core.localinfra import free_port
 from inplace.core.projection.state import ClusterState
 from inplace.core.settings import Settings
 from schemas import events as ev
-from schemas.envelope import Envelope, EventPayload
+from schemas.envelope import Envelope
 from schemas.k8s import Node
-from tests.integration.conftest import REPO, RoleProcess, settings_env
+from tests.integration.conftest import RoleProcess
+from tests.integration.hotplug.conftest import inplace, payloads_of, post_when_known, strs
 
 pytestmark = pytest.mark.integration
 
@@ -44,15 +42,6 @@ async def register(producer: EventProducer, n: Node) -> None:
     await producer.publish(Envelope.wrap(ev.NodeRegistered(name=name, node=n), producer="test"))
 
 
-async def read_log(settings: Settings, *topics: str) -> list[Envelope]:
-    async with LogReader(settings.kafka_bootstrap) as reader:
-        tps = await reader.partitions([settings.topic(t) for t in topics])
-        out: list[tuple[Any, Envelope]] = []
-        async for batch in reader.read({}, await reader.end_offsets(tps)):
-            out.extend((r.position, r.envelope) for r in batch.records)
-    return [env for _, env in out]
-
-
 async def fold(settings: Settings) -> ClusterState:
     state = ClusterState()
     async with LogReader(settings.kafka_bootstrap) as reader:
@@ -61,54 +50,6 @@ async def fold(settings: Settings) -> ClusterState:
             for record in batch.records:
                 state.apply(record)
     return state
-
-
-async def payloads_of(
-    settings: Settings, kind: type[EventPayload], topic: str, within: float = 30
-) -> list[Any]:
-    deadline = asyncio.get_running_loop().time() + within
-    while True:
-        found = [e.payload for e in await read_log(settings, topic) if isinstance(e.payload, kind)]
-        if found or asyncio.get_running_loop().time() > deadline:
-            return found
-        await asyncio.sleep(0.2)
-
-
-async def post_when_known(
-    url: str, name: str, body: dict[str, Any], within: float = 30
-) -> httpx.Response:
-    """POST a resize, retrying while the hotplug read model has not seen the node yet."""
-    deadline = asyncio.get_running_loop().time() + within
-    async with httpx.AsyncClient(timeout=30) as http:
-        while True:
-            response = await http.post(f"{url}/api/v1/nodes/{name}/resize", json=body)
-            if response.status_code != 404 or asyncio.get_running_loop().time() > deadline:
-                return response
-            await asyncio.sleep(0.1)
-
-
-def strs(values: dict[str, Any]) -> dict[str, str]:
-    return {k: str(v) for k, v in values.items()}
-
-
-@pytest.fixture
-async def hotplug(settings: Settings, tmp_path: Path) -> AsyncIterator[RoleProcess]:
-    proc = RoleProcess("hotplug", settings, tmp_path / "hotplug.log")
-    proc.start()
-    await proc.ready()
-    yield proc
-    assert proc.stop() == 0
-
-
-def inplace(settings: Settings, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "inplace.cli.main", *args],
-        cwd=REPO,
-        env={**settings_env(settings), "COLUMNS": "200", **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 async def test_resize_publishes_capacity_change_and_node_event(
@@ -281,6 +222,9 @@ async def test_node_resize_cli(
         (("ghost", "--cpu", "4"), 'nodes "ghost" not found'),
         (("node-c", "--memory", "64Gb"), "quantities must match the regular expression"),
         (("node-c", "--cpu", "0"), 'cpu: Invalid value: "0": must be greater than zero'),
+        (("node-c", "--memory=-1Gi"), 'memory: Invalid value: "-1Gi": must be greater than zero'),
+        (("node-c", "--swap", "-1"), 'swap: Invalid value: "-1": must be greater than or equal'),
+        (("node-c", "--memory", "1Gi"), "must be greater than the 1Gi reserved for the system"),
         (("node-c",), "nothing to resize"),
     ]
     for args, text in cases:

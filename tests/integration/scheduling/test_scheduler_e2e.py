@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import httpx
-import pytest
 from aiokafka import TopicPartition
 from kubernetes import client
 
@@ -22,42 +20,13 @@ from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.events import PODS
 from schemas.quantity import Quantity
-from tests.integration.conftest import RoleProcess
+from tests.integration.conftest import RoleProcess, call, until
 
 NS = "default"
 
 
-@pytest.fixture
-async def scheduler(
-    settings: Settings, tmp_path: Path, apiserver: RoleProcess
-) -> AsyncIterator[RoleProcess]:
-    proc = RoleProcess("scheduler", settings, tmp_path / "scheduler.log")
-    proc.start()
-    await proc.ready()
-    yield proc
-    proc.stop()
-
-
 def core(apiserver: RoleProcess) -> client.CoreV1Api:
     return client.CoreV1Api(client.ApiClient(client.Configuration(host=apiserver.url)))
-
-
-async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    return await asyncio.to_thread(fn, *args, **kwargs)
-
-
-async def until(
-    probe: Callable[[], Any], ok: Callable[[Any], bool], what: str, within: float = 60.0
-) -> Any:
-    """Poll `probe` until `ok` holds for its value (a bounded wait, not a timing assertion)."""
-    deadline = asyncio.get_running_loop().time() + within
-    while True:
-        value = await call(probe)
-        if ok(value):
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"{what}: still {value!r}")
-        await asyncio.sleep(0.05)
 
 
 def node_body(name: str, cpu: str = "4", memory: str = "8Gi", pods: str = "110") -> dict[str, Any]:

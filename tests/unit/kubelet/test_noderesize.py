@@ -27,6 +27,7 @@ from services.kubelet.noderesize import (
     starvation_condition,
     starved_resources,
     swap_limit,
+    with_swap_and_oom,
 )
 
 G = 10**9
@@ -159,6 +160,29 @@ def test_the_kep_swap_flow_through_the_resync_plan() -> None:
     assert update.changed
     # The OOM score adj is against the initial 6G, so the resize does not move it.
     assert update.oom_score_adj == 1000 - (1000 * 2) // 6
+
+
+def test_a_container_starts_with_the_kep_swap_limit_and_keeps_its_other_settings() -> None:
+    # T=0 of the KEP's flow: the swap limit is there from the start, not from a first resize.
+    pod = mkpod(
+        "p",
+        ctr("container1", {"memory": "2G"}, {"memory": "3G"}),
+        init=[ctr("sidecar", {"memory": "1G"}, {"memory": "3G"}, sidecar=True)],
+    )
+    node = q({"cpu": "4", "memory": "6G", "swap": "4G"})
+    start = LinuxContainerResources(cpu_shares=102, memory_limit_in_bytes=3 * G)
+    out = with_swap_and_oom("n", pod, node, node, {"container1": start, "sidecar": start})
+    assert out["container1"].unified["memory.swap.max"] == "1333333333"
+    assert out["container1"].memory_swap_limit_in_bytes == 3 * G + 1_333_333_333
+    assert out["container1"].oom_score_adj == 1000 - (1000 * 2) // 6
+    assert out["container1"].cpu_shares == 102  # cpu and memory limit untouched
+    assert out["sidecar"].unified["memory.swap.max"] == str(1 * G * 4 // 6)
+
+
+def test_with_swap_and_oom_refuses_a_request_larger_than_the_node() -> None:
+    pod = burstable("p", "8G")
+    with pytest.raises(ValueError, match="larger than total node memory"):
+        with_swap_and_oom("n", pod, q({"memory": "6G"}), None, {"app": LinuxContainerResources()})
 
 
 # --- OOM score adj ------------------------------------------------------------------------------

@@ -1,0 +1,75 @@
+"""The hotplug role as a child process, and helpers to drive it and read what it logs."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from inplace.core.bus.consumer import LogReader
+from inplace.core.settings import Settings
+from schemas.envelope import Envelope, EventPayload
+from tests.integration.conftest import REPO, RoleProcess, settings_env
+
+
+async def read_log(settings: Settings, *topics: str) -> list[Envelope]:
+    async with LogReader(settings.kafka_bootstrap) as reader:
+        tps = await reader.partitions([settings.topic(t) for t in topics])
+        out: list[tuple[Any, Envelope]] = []
+        async for batch in reader.read({}, await reader.end_offsets(tps)):
+            out.extend((r.position, r.envelope) for r in batch.records)
+    return [env for _, env in out]
+
+
+async def payloads_of(
+    settings: Settings, kind: type[EventPayload], topic: str, within: float = 30
+) -> list[Any]:
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        found = [e.payload for e in await read_log(settings, topic) if isinstance(e.payload, kind)]
+        if found or asyncio.get_running_loop().time() > deadline:
+            return found
+        await asyncio.sleep(0.2)
+
+
+async def post_when_known(
+    url: str, name: str, body: dict[str, Any], within: float = 30
+) -> httpx.Response:
+    """POST a resize, retrying while the hotplug read model has not seen the node yet."""
+    deadline = asyncio.get_running_loop().time() + within
+    async with httpx.AsyncClient(timeout=30) as http:
+        while True:
+            response = await http.post(f"{url}/api/v1/nodes/{name}/resize", json=body)
+            if response.status_code != 404 or asyncio.get_running_loop().time() > deadline:
+                return response
+            await asyncio.sleep(0.1)
+
+
+def strs(values: dict[str, Any]) -> dict[str, str]:
+    return {k: str(v) for k, v in values.items()}
+
+
+@pytest.fixture
+async def hotplug(settings: Settings, tmp_path: Path) -> AsyncIterator[RoleProcess]:
+    proc = RoleProcess("hotplug", settings, tmp_path / "hotplug.log")
+    proc.start()
+    await proc.ready()
+    yield proc
+    assert proc.stop() == 0
+
+
+def inplace(settings: Settings, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "inplace.cli.main", *args],
+        cwd=REPO,
+        env={**settings_env(settings), "COLUMNS": "200", **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
