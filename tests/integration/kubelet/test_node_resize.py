@@ -101,7 +101,8 @@ async def test_upsize_completes_a_deferred_resize_and_unplug_evicts(
 
         # A runtime failure during the resync: NodeResizeFailed + metric, then a retry.
         errors_before = _metric("node_resize_resync_errors_total")
-        runtime.fail_next("container_status", times=1)
+        # Only the resync updates a settled container here (reads have other callers).
+        runtime.fail_next("update_container_resources", times=1)
         await _resize_node(settings, "4", "8")  # unplug: 2 + 3 no longer fit in 4
         evicted = await _until(v1, "a", lambda p: p.status.reason == "Evicted")
         assert evicted.spec.node_name is None and evicted.status.phase == "Pending"
