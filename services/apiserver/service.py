@@ -21,6 +21,7 @@ from services.apiserver.admission import AdmissionClient
 from services.apiserver.app import build_app
 from services.apiserver.objects import ObjectHandlers
 from services.apiserver.pods import PodHandlers
+from services.apiserver.workloads import CloneSetHandlers
 from services.apiserver.writer import Writer
 
 ROLE = "apiserver"
@@ -37,7 +38,10 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
     writer = Writer(LogWriter(producer, model, ROLE))
     admission = AdmissionClient(settings.quota_url)
     app = build_app(
-        PodHandlers(model, writer, admission), ObjectHandlers(model, writer), f"{host}:{port}"
+        PodHandlers(model, writer, admission),
+        ObjectHandlers(model, writer),
+        f"{host}:{port}",
+        CloneSetHandlers(model, writer),
     )
     ready = asyncio.Event()
 
