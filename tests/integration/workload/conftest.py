@@ -135,8 +135,14 @@ def running(pods: list[Any], n: int) -> bool:
 
 
 @pytest.fixture
+def kubelet_env() -> dict[str, str]:
+    """Extra INPLACE_* settings of the kubelet (a test module may override this fixture)."""
+    return {}
+
+
+@pytest.fixture
 async def cluster(
-    settings: Settings, apiserver: RoleProcess, tmp_path: Path
+    settings: Settings, apiserver: RoleProcess, tmp_path: Path, kubelet_env: dict[str, str]
 ) -> AsyncIterator[Cluster]:
     kubelet = RoleProcess(
         "kubelet",
@@ -145,6 +151,7 @@ async def cluster(
         INPLACE_KUBELET_NODES="2",
         INPLACE_KUBELET_NODE_CPU="4",
         INPLACE_KUBELET_NODE_MEMORY="8Gi",
+        **kubelet_env,
     )
     scheduler = RoleProcess("scheduler", settings, tmp_path / "scheduler.log")
     controller = RoleProcess(
