@@ -6,6 +6,7 @@ so a workload whose pods the apiserver would refuse is refused up front.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from schemas.k8s import Pod
@@ -26,8 +27,7 @@ def _template_pod(cs: CloneSet) -> Pod:
 
 
 def _in_template(error: FieldError) -> FieldError:
-    error.field = f"spec.template.{error.field}"
-    return error
+    return dataclasses.replace(error, field=f"spec.template.{error.field}")
 
 
 def validate_max_concurrent(value: int | str, path: str) -> list[FieldError]:
