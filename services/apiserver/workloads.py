@@ -43,6 +43,18 @@ def _decode(data: Any) -> CloneSet:
     return decode(CloneSet, data, KIND)
 
 
+async def _requested(request: Request, current: dict[str, Any], kind: str) -> Any:
+    """The object a write asks for: PUT's body, or the patch applied to `current`."""
+    body = await read_body(request)
+    if request.method == "PUT":
+        return parse_json(body)
+    content_type = request.headers.get("content-type", "")
+    try:
+        return apply_patch(current, body, content_type, kind=kind)
+    except PatchError as exc:
+        raise errors.ApiError(exc.status()) from None
+
+
 class CloneSetHandlers:
     def __init__(self, model: ReadModel, writer: Writer) -> None:
         self.model = model
@@ -64,16 +76,7 @@ class CloneSetHandlers:
 
     async def _incoming(self, request: Request, current: CloneSet) -> CloneSet:
         """PUT's body or the patched current object; a stale resourceVersion is a 409."""
-        body = await read_body(request)
-        if request.method == "PUT":
-            data: Any = parse_json(body)
-        else:
-            content_type = request.headers.get("content-type", "")
-            try:
-                data = apply_patch(current.to_k8s(), body, content_type, kind=KIND)
-            except PatchError as exc:
-                raise errors.ApiError(exc.status()) from None
-        new = _decode(data)
+        new = _decode(await _requested(request, current.to_k8s(), KIND))
         name = current.metadata.name or ""
         if new.metadata.name not in (None, name) or new.metadata.namespace not in (
             None,
@@ -202,16 +205,7 @@ class CloneSetHandlers:
         if request.method != "GET":
             async with self.writer.lock((COLLECTION, namespace, name)):
                 current = self._get(namespace, name)
-                scale = _scale(current)
-                body = await read_body(request)
-                if request.method == "PUT":
-                    data: Any = parse_json(body)
-                else:
-                    content_type = request.headers.get("content-type", "")
-                    try:
-                        data = apply_patch(scale, body, content_type, kind="Scale")
-                    except PatchError as exc:
-                        raise errors.ApiError(exc.status()) from None
+                data = await _requested(request, _scale(current), "Scale")
                 replicas = data.get("spec", {}).get("replicas") if isinstance(data, dict) else None
                 if not isinstance(replicas, int) or isinstance(replicas, bool):
                     raise errors.bad_request("Scale: spec.replicas must be an integer")

@@ -130,6 +130,11 @@ async def read_log(settings: Settings, *topics: str) -> list[Envelope]:
     return out
 
 
+def cpu_of(pod: Any) -> str:
+    """The pod's desired cpu request (spec)."""
+    return str(pod.spec.containers[0].resources.requests["cpu"])
+
+
 def running(pods: list[Any], n: int) -> bool:
     return len(pods) == n and all(p.status.phase == "Running" for p in pods)
 

@@ -11,6 +11,7 @@ from schemas.events import PODS
 from tests.integration.workload.conftest import (
     Cluster,
     clone_set,
+    cpu_of,
     cpu_patch,
     eventually,
     read_log,
@@ -23,10 +24,6 @@ from tests.integration.workload.logcheck import proposals_per_pod_and_target
 def kubelet_env() -> dict[str, str]:
     # A slow runtime keeps resizes in flight long enough to kill the controller among them.
     return {"INPLACE_KUBELET_RUNTIME_LATENCY": "0.3"}
-
-
-def cpu_of(pod: Any) -> str:
-    return str(pod.spec.containers[0].resources.requests["cpu"])
 
 
 async def test_sigkill_mid_rollout_resumes_without_double_resize(cluster: Cluster) -> None:

@@ -12,6 +12,7 @@ from schemas.quantity import Quantity
 from tests.integration.workload.conftest import (
     Cluster,
     clone_set,
+    cpu_of,
     cpu_patch,
     eventually,
     read_log,
@@ -46,10 +47,6 @@ def condition(cs: dict[str, Any]) -> dict[str, Any] | None:
     return next(
         (c for c in cs.get("status", {}).get("conditions") or [] if c["type"] == FAILED), None
     )
-
-
-def cpu_of(pod: Any) -> str:
-    return str(pod.spec.containers[0].resources.requests["cpu"])
 
 
 async def start_rollout(

@@ -9,6 +9,7 @@ from schemas.events import PODS
 from tests.integration.workload.conftest import (
     Cluster,
     clone_set,
+    cpu_of,
     cpu_patch,
     eventually,
     read_log,
@@ -17,10 +18,6 @@ from tests.integration.workload.conftest import (
 from tests.integration.workload.logcheck import max_concurrent_resizes, proposals_per_pod_and_target
 
 REVISION = "controller-revision-hash"
-
-
-def cpu_of(pod: Any) -> str:
-    return str(pod.spec.containers[0].resources.requests["cpu"])
 
 
 def actual_cpu(pod: Any) -> str | None:
