@@ -1,7 +1,7 @@
 """Every event payload on the log, grouped by topic (DESIGN.md §1).
 
 Topic → key (the ordering unit): `pods` → namespace/name, `nodes` → node name,
-`policy` → namespace, `k8s-events` → namespace/involved object name.
+`policy` → namespace, `k8s-events` → namespace/involved object name, `workloads` → namespace/name.
 """
 
 from __future__ import annotations
@@ -22,13 +22,15 @@ from schemas.k8s import (
     ResourceQuota,
     ResourceRequirements,
 )
+from schemas.workload import CloneSet, CloneSetStatus
 
 PODS = "pods"
 NODES = "nodes"
 POLICY = "policy"
 K8S_EVENTS = "k8s-events"
+WORKLOADS = "workloads"
 DEAD_LETTER = "dead-letter"
-EVENT_TOPICS: tuple[str, ...] = (PODS, NODES, POLICY, K8S_EVENTS)
+EVENT_TOPICS: tuple[str, ...] = (PODS, NODES, POLICY, K8S_EVENTS, WORKLOADS)
 
 ResizeStatus = Literal["Proposed", "InProgress", "Deferred", "Infeasible"]
 PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
@@ -271,6 +273,41 @@ class KubeEventRecorded(EventPayload):
     def partition_key(self) -> str:
         ns = self.event.metadata.namespace or "default"
         return f"{ns}/{self.event.involved_object.name}"
+
+
+# --- workloads --------------------------------------------------------------------------------
+
+
+class CloneSetEvent(EventPayload):
+    TOPIC: ClassVar[str] = WORKLOADS
+    namespace: str = Field(min_length=1, max_length=63)
+    name: str = Field(min_length=1, max_length=253)
+
+    def partition_key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class CloneSetCreated(CloneSetEvent):
+    TYPE: ClassVar[str] = "CloneSetCreated"
+    clone_set: CloneSet
+
+
+class CloneSetUpdated(CloneSetEvent):
+    """metadata and spec replaced (a new template is a new revision); status untouched."""
+
+    TYPE: ClassVar[str] = "CloneSetUpdated"
+    clone_set: CloneSet
+
+
+class CloneSetStatusChanged(CloneSetEvent):
+    """The `status` subresource: what the workload controller observed."""
+
+    TYPE: ClassVar[str] = "CloneSetStatusChanged"
+    status: CloneSetStatus
+
+
+class CloneSetDeleted(CloneSetEvent):
+    TYPE: ClassVar[str] = "CloneSetDeleted"
 
 
 def event_types() -> dict[str, type[EventPayload]]:

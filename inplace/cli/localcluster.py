@@ -94,6 +94,7 @@ class LocalCluster:
             "INPLACE_KAFKA_BOOTSTRAP": self.broker.bootstrap_servers,
             "INPLACE_POSTGRES_DSN": self.database.dsn("inplace"),
             "INPLACE_QUOTA_URL": f"http://{HOST}:{ports['quota']}",
+            "INPLACE_WORKLOAD_APISERVER_URL": f"http://{HOST}:{ports['apiserver']}",
             "INPLACE_HOST": HOST,
         }
         self._cli("topics")

@@ -12,6 +12,7 @@ from services.kubelet import service as kubelet
 from services.projector import service as projector
 from services.quota import service as quota
 from services.scheduler import service as scheduler
+from services.workload import service as workload
 
 RoleRun = Callable[..., Coroutine[Any, Any, None]]
 
@@ -22,6 +23,7 @@ ROLES: dict[str, RoleRun] = {
     "kubelet": kubelet.run,
     "hotplug": hotplug.run,
     "projector": projector.run,
+    "workload": workload.run,
 }
 assert set(ROLES) == set(DEFAULT_PORTS), "every role needs a default port"
 

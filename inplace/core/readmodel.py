@@ -28,7 +28,15 @@ from schemas import events as ev
 log = logging.getLogger(__name__)
 
 WatchType = Literal["ADDED", "MODIFIED", "DELETED"]
-COLLECTIONS = ("pods", "nodes", "namespaces", "resourcequotas", "limitranges", "events")
+COLLECTIONS = (
+    "pods",
+    "nodes",
+    "namespaces",
+    "resourcequotas",
+    "limitranges",
+    "events",
+    "clonesets",
+)
 _STATE_FIELD = {
     "pods": "pods",
     "nodes": "nodes",
@@ -36,6 +44,7 @@ _STATE_FIELD = {
     "resourcequotas": "quotas",
     "limitranges": "limit_ranges",
     "events": "events",
+    "clonesets": "clone_sets",
 }
 
 
@@ -100,6 +109,8 @@ def locate(record: Record) -> tuple[str, Any]:
     if isinstance(payload, ev.KubeEventRecorded):
         meta = payload.event.metadata
         return "events", (meta.namespace or "default", meta.name or "")
+    if isinstance(payload, ev.CloneSetEvent):
+        return "clonesets", (payload.namespace, payload.name)
     if isinstance(payload, ev.PolicyEvent):
         kind, ns, name = policy_key(payload)
         if kind == "Namespace":

@@ -18,6 +18,7 @@ DEFAULT_PORTS: dict[str, int] = {
     "kubelet": 8083,
     "hotplug": 8084,
     "projector": 8085,
+    "workload": 8086,
 }
 
 
@@ -42,6 +43,7 @@ class Settings(BaseSettings):
     nodes_partitions: int = Field(default=6, ge=1)
     policy_partitions: int = Field(default=3, ge=1)
     events_partitions: int = Field(default=3, ge=1)
+    workloads_partitions: int = Field(default=3, ge=1)
     replication_factor: int = Field(default=1, ge=1)
     min_insync_replicas: int = Field(default=1, ge=1)
     host: str = Field(default="127.0.0.1", description="address the role's HTTP server binds")
@@ -62,6 +64,15 @@ class Settings(BaseSettings):
     kubelet_cpu_manager_policy: Literal["none", "static"] = "none"
     kubelet_runtime_timeout: float = Field(
         default=30.0, gt=0, description="a runtime call taking longer is an error, retried"
+    )
+
+    # workload: the InPlaceWorkloadVerticalScaling feature gate (OpenKruise's name). Off, every
+    # template change (resources included) recreates pods.
+    workload_vertical_scaling: bool = Field(
+        default=True, description="InPlaceWorkloadVerticalScaling: resize pods in place"
+    )
+    workload_apiserver_url: str = Field(
+        default="http://127.0.0.1:8080", description="apiserver the workload controller calls"
     )
 
     def topic(self, logical: str) -> str:

@@ -14,6 +14,7 @@ from starlette.routing import Route
 from services.apiserver import discovery, errors
 from services.apiserver.objects import KINDS, ObjectHandlers
 from services.apiserver.pods import PodHandlers
+from services.apiserver.workloads import CloneSetHandlers, workload_routes
 
 log = logging.getLogger(__name__)
 Handler = Callable[[Request], Awaitable[Response]]
@@ -31,7 +32,12 @@ def _only(resources: tuple[str, ...], handler: Handler) -> Handler:
     return guarded
 
 
-def build_app(pods: PodHandlers, objects: ObjectHandlers, server_address: str) -> Starlette:
+def build_app(
+    pods: PodHandlers,
+    objects: ObjectHandlers,
+    server_address: str,
+    clonesets: CloneSetHandlers | None = None,
+) -> Starlette:
     async def version(request: Request) -> Response:
         return JSONResponse(discovery.version())
 
@@ -99,6 +105,8 @@ def build_app(pods: PodHandlers, objects: ObjectHandlers, server_address: str) -
             methods=["DELETE"],
         ),
     ]
+    if clonesets is not None:
+        routes += workload_routes(clonesets)
     return Starlette(
         routes=routes,
         exception_handlers={

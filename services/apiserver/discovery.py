@@ -123,4 +123,59 @@ def api_v1() -> dict[str, Any]:
 
 
 def apis() -> dict[str, Any]:
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
+    group = {k: v for k, v in workload_group().items() if k not in ("kind", "apiVersion")}
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [group]}
+
+
+# --- apps.inplace.dev: the workload API group ----------------------------------------------------
+
+WORKLOAD_GROUP = "apps.inplace.dev"
+WORKLOAD_VERSION = "v1alpha1"
+WORKLOAD_RESOURCES: list[dict[str, Any]] = [
+    {
+        "name": "clonesets",
+        "singularName": "cloneset",
+        "namespaced": True,
+        "kind": "CloneSet",
+        "verbs": _RW,
+        "shortNames": ["clone"],
+        "categories": ["all"],
+    },
+    {
+        "name": "clonesets/status",
+        "singularName": "",
+        "namespaced": True,
+        "kind": "CloneSet",
+        "verbs": ["get", "patch", "update"],
+    },
+    {
+        "name": "clonesets/scale",
+        "singularName": "",
+        "namespaced": True,
+        "group": "autoscaling",
+        "version": "v1",
+        "kind": "Scale",
+        "verbs": ["get", "patch", "update"],
+    },
+]
+
+
+def workload_group() -> dict[str, Any]:
+    """One APIGroup entry (also the body of /apis/apps.inplace.dev)."""
+    gv = f"{WORKLOAD_GROUP}/{WORKLOAD_VERSION}"
+    return {
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": WORKLOAD_GROUP,
+        "versions": [{"groupVersion": gv, "version": WORKLOAD_VERSION}],
+        "preferredVersion": {"groupVersion": gv, "version": WORKLOAD_VERSION},
+    }
+
+
+def workload_resources() -> dict[str, Any]:
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{WORKLOAD_GROUP}/{WORKLOAD_VERSION}",
+        "resources": WORKLOAD_RESOURCES,
+    }

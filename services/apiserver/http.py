@@ -110,6 +110,8 @@ def list_or_watch(
     objects: list[dict[str, Any]],
     list_kind: str,
     namespace: str | None,
+    *,
+    api_version: str = "v1",
 ) -> Response:
     match = matcher(request, namespace)
     if request.query_params.get("watch") in ("true", "1"):
@@ -118,7 +120,7 @@ def list_or_watch(
     return ok(
         {
             "kind": list_kind,
-            "apiVersion": "v1",
+            "apiVersion": api_version,
             "metadata": {"resourceVersion": str(collection.last)},
             "items": items,
         }

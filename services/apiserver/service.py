@@ -22,6 +22,7 @@ from services.apiserver.app import build_app
 from services.apiserver.objects import ObjectHandlers
 from services.apiserver.pods import PodHandlers
 from services.apiserver.readiness import ReadinessGate
+from services.apiserver.workloads import CloneSetHandlers
 from services.apiserver.writer import Writer
 
 ROLE = "apiserver"
@@ -38,7 +39,10 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
     writer = Writer(LogWriter(producer, model, ROLE))
     admission = AdmissionClient(settings.quota_url, applies=lambda ns: _has_policy(model, ns))
     app = build_app(
-        PodHandlers(model, writer, admission), ObjectHandlers(model, writer), f"{host}:{port}"
+        PodHandlers(model, writer, admission),
+        ObjectHandlers(model, writer),
+        f"{host}:{port}",
+        CloneSetHandlers(model, writer),
     )
     ready = asyncio.Event()
 

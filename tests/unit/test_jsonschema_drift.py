@@ -18,5 +18,11 @@ def test_committed_schemas_match_the_models() -> None:
 def test_schemas_carry_topic_and_version() -> None:
     for name, schema in jsonschema.generated().items():
         if name != "Envelope.schema.json":
-            assert schema["x-inplace-topic"] in {"pods", "nodes", "policy", "k8s-events"}
+            assert schema["x-inplace-topic"] in {
+                "pods",
+                "nodes",
+                "policy",
+                "k8s-events",
+                "workloads",
+            }
             assert schema["x-inplace-schema-version"] >= 1

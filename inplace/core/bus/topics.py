@@ -8,7 +8,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
 from inplace.core.settings import Settings
-from schemas.events import DEAD_LETTER, K8S_EVENTS, NODES, PODS, POLICY
+from schemas.events import DEAD_LETTER, K8S_EVENTS, NODES, PODS, POLICY, WORKLOADS
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         TopicSpec(t(NODES), settings.nodes_partitions, {**_KEEP_FOREVER, **isr}),
         TopicSpec(t(POLICY), settings.policy_partitions, {**_KEEP_FOREVER, **isr}),
         TopicSpec(t(K8S_EVENTS), settings.events_partitions, {**_KEEP_FOREVER, **isr}),
+        TopicSpec(t(WORKLOADS), settings.workloads_partitions, {**_KEEP_FOREVER, **isr}),
         # Parked records are evidence for an operator; keep them 30 days.
         TopicSpec(t(DEAD_LETTER), 1, {"cleanup.policy": "delete", "retention.ms": "2592000000"}),
     ]

@@ -11,8 +11,10 @@ from typing import Any
 
 from inplace.core.bus.consumer import Record
 from inplace.core.projection import reducers
+from inplace.core.projection.workloads import reduce_clone_set
 from schemas import events as ev
 from schemas.k8s import Event, LimitRange, Node, Pod, ResourceQuota
+from schemas.workload import CloneSet
 
 NsName = tuple[str, str]
 
@@ -25,6 +27,8 @@ class ClusterState:
     quotas: dict[NsName, ResourceQuota] = field(default_factory=dict)
     limit_ranges: dict[NsName, LimitRange] = field(default_factory=dict)
     events: dict[NsName, Event] = field(default_factory=dict)
+    # Kept in memory by read models only; the projector has no table for them yet.
+    clone_sets: dict[NsName, CloneSet] = field(default_factory=dict)
     # Keys whose object changed (or vanished) since the last `take_touched`, per collection.
     touched: dict[str, set[Any]] = field(default_factory=dict)
 
@@ -51,6 +55,9 @@ class ClusterState:
             meta = payload.event.metadata
             key = (meta.namespace or "default", meta.name or "")
             _put(self, "events", key, reducers.reduce_event(self.events.get(key), env, pos))
+        elif isinstance(payload, ev.CloneSetEvent):
+            key = (payload.namespace, payload.name)
+            _put(self, "clone_sets", key, reduce_clone_set(self.clone_sets.get(key), env, pos))
 
     def take_touched(self) -> dict[str, set[Any]]:
         touched, self.touched = self.touched, {}

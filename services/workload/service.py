@@ -1,0 +1,147 @@
+"""The workload role: the CloneSet controller (issue 9).
+
+A read model follows `pods` and `workloads` from offset 0 (no consumer group: it needs the
+whole history, e.g. every revision's template for a rollback). Whenever it moves, each
+CloneSet is reconciled by the pure planner and the plan is carried out through the
+apiserver; after each write the loop waits until its own read model shows it, so the next
+decision never repeats the last one. After a SIGKILL the replayed log holds every step
+already taken (a pod's lifecycle label, its revision, its spec resources): nothing is asked
+twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from inplace.core.bus.consumer import Record
+from inplace.core.projection.reducers import position_of
+from inplace.core.readmodel import ReadModel
+from inplace.core.service import RoleServer
+from inplace.core.settings import Settings
+from schemas.events import PODS, WORKLOADS
+from schemas.k8s import Pod
+from schemas.workload import KIND, CloneSet
+from services.workload.client import ApiClient, Conflict
+from services.workload.planner import (
+    Action,
+    CreatePod,
+    DeletePod,
+    Emit,
+    Inputs,
+    Relabel,
+    Resize,
+    reconcile,
+)
+from services.workload.revisions import RevisionHistory
+
+ROLE = "workload"
+INPUT_TOPICS = (PODS, WORKLOADS)
+IDLE_TICK = 1.0  # s: Deferred timeouts expire without any new record
+log = logging.getLogger(__name__)
+
+
+class Controller:
+    def __init__(self, settings: Settings, model: ReadModel, client: ApiClient) -> None:
+        self.settings = settings
+        self.model = model
+        self.client = client
+        self.history = RevisionHistory()
+        self.wake = asyncio.Event()
+        model.on_apply(self._observe)
+
+    def _observe(self, record: Record) -> None:
+        self.history.apply(record)
+        self.wake.set()
+
+    async def run(self) -> None:
+        await self.model.ready.wait()
+        while True:
+            self.wake.clear()
+            clone_sets = sorted(self.model.objects("clonesets").items())
+            for _, cs in clone_sets:
+                try:
+                    await self.sync(cs)
+                except Conflict as exc:
+                    log.info("decide again: %s", exc)
+            await self.collect_orphans([cs for _, cs in clone_sets])
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(IDLE_TICK):
+                    await self.wake.wait()
+
+    async def sync(self, cs: CloneSet) -> None:
+        namespace, name = cs.metadata.namespace or "", cs.metadata.name or ""
+        pods = [p for (ns, _), p in self.model.objects("pods").items() if ns == namespace]
+        now = datetime.now(UTC)
+        plan = reconcile(
+            Inputs(
+                clone_set=cs,
+                pods=pods,
+                history=self.history.of(namespace, name),
+                now=now,
+                vertical_enabled=self.settings.workload_vertical_scaling,
+            )
+        )
+        for action in plan.actions:
+            await self.execute(cs, action, now)
+        if plan.status != cs.status:
+            new = cs.model_copy(update={"status": plan.status})
+            await self._seen(await self.client.put_status(new), WORKLOADS)
+
+    async def execute(self, cs: CloneSet, action: Action, now: datetime) -> None:
+        if isinstance(action, CreatePod):
+            await self._seen(await self.client.create_pod(action.pod), PODS)
+        elif isinstance(action, DeletePod):
+            await self._delete(cs.metadata.namespace or "", action.name)
+        elif isinstance(action, Relabel):
+            body = await self.client.relabel_pod(action.pod, action.labels, action.annotations)
+            await self._seen(body, PODS)
+        elif isinstance(action, Resize):
+            log.info("resizing %s to %s", action.pod.metadata.name, action.revision)
+            await self._seen(await self.client.resize_pod(action.pod, action.patch), PODS)
+        elif isinstance(action, Emit):
+            try:
+                await self.client.record_event(cs, action.type, action.reason, action.message, now)
+            except Exception:  # an Event is a courtesy to users; never stop a rollout for it
+                log.warning("could not record event %s", action.reason, exc_info=True)
+
+    async def _seen(self, body: dict[str, Any], topic: str) -> None:
+        """Wait until this process's read model has applied the write that produced `body`."""
+        rv = int(body["metadata"]["resourceVersion"])
+        await self.model.wait_for(position_of(rv, self.settings.topic(topic)))
+
+    async def _delete(self, namespace: str, name: str) -> None:
+        await self.client.delete_pod(namespace, name)
+        async with asyncio.timeout(30):
+            while self.model.get("pods", (namespace, name)) is not None:
+                self.wake.clear()  # set by every applied record; the main loop re-decides
+                await self.wake.wait()
+
+    async def collect_orphans(self, clone_sets: list[CloneSet]) -> None:
+        """Pods whose controlling CloneSet is gone are deleted (garbage collection)."""
+        uids = {cs.metadata.uid for cs in clone_sets}
+        for (namespace, name), pod in list(self.model.objects("pods").items()):
+            if _orphaned(pod, uids):
+                with contextlib.suppress(Conflict):
+                    await self._delete(namespace, name)
+
+
+def _orphaned(pod: Pod, uids: set[str | None]) -> bool:
+    return any(
+        ref.kind == KIND and ref.controller and ref.uid not in uids
+        for ref in pod.metadata.owner_references or []
+    )
+
+
+async def run(settings: Settings, *, host: str, port: int) -> None:
+    model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS)
+    client = ApiClient(settings.workload_apiserver_url)
+    controller = Controller(settings, model, client)
+    server = RoleServer(ROLE, host=host, port=port, ready=model.ready.is_set)
+    try:
+        await server.run({"read-model": model.run, "controller": controller.run})
+    finally:
+        await client.close()
