@@ -60,7 +60,7 @@ class QuotaWebhook:
         for name in [n for n, r in reserved.items() if r.expires < now]:
             del reserved[name]
         pods: dict[str, Pod] = {}
-        for name in sorted(self._names[namespace]):
+        for name in list(self._names[namespace]):
             pod = self.model.get("pods", (namespace, name))
             if pod is None:  # deleted since
                 self._names[namespace].discard(name)

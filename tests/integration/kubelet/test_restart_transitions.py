@@ -4,7 +4,6 @@ never skipping a resize status (KEP-1287 Kubelet Restart Tolerance)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +16,7 @@ from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import ResourceRequirements
 from schemas.quantity import Quantity
-from tests.integration.conftest import RoleProcess
+from tests.integration.conftest import RoleProcess, call, until
 from tests.integration.kubelet.conftest import running_kubelet
 
 
@@ -34,58 +33,47 @@ def _pod() -> dict[str, Any]:
     }
 
 
-async def _until(v1: client.CoreV1Api, ok: Callable[[Any], bool]) -> Any:
-    pod = None
-    for _ in range(400):
-        pod = await asyncio.to_thread(v1.read_namespaced_pod, "cut", "default")
-        if ok(pod):
-            return pod
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"cut: {pod.status if pod else None}")
+def _reader(v1: client.CoreV1Api) -> Callable[[], Any]:
+    return lambda: v1.read_namespaced_pod("cut", "default")
 
 
 async def test_restart_between_allocated_and_in_progress(
-    apiserver: RoleProcess, settings: Settings
+    apiserver: RoleProcess, settings: Settings, producer: EventProducer
 ) -> None:
     v1 = client.CoreV1Api(client.ApiClient(client.Configuration(host=apiserver.url)))
+    pod_now = _reader(v1)
     async with running_kubelet(settings):
-        await asyncio.to_thread(v1.create_namespaced_pod, "default", _pod())
-        pod = await _until(v1, lambda p: p.status.phase == "Running")
+        await call(v1.create_namespaced_pod, "default", _pod())
+        pod = await until(pod_now, lambda p: p.status.phase == "Running", "running")
 
     # The kubelet is down; the resize is Proposed and the dead kubelet's last write was the
     # allocation (what a SIGKILL right after producing Allocated leaves in the log).
     rl = {"cpu": "2", "memory": "128Mi"}
-    await asyncio.to_thread(
-        v1.patch_namespaced_pod_resize,
-        "cut",
-        "default",
-        {"spec": {"containers": [{"name": "c", "resources": {"requests": rl, "limits": rl}}]}},
-    )
-    await _until(v1, lambda p: p.status.resize == "Proposed")
+    body = {"spec": {"containers": [{"name": "c", "resources": {"requests": rl, "limits": rl}}]}}
+    await call(v1.patch_namespaced_pod_resize, "cut", "default", body)
+    await until(pod_now, lambda p: p.status.resize == "Proposed", "proposed")
     ids = {"namespace": "default", "name": "cut", "uid": pod.metadata.uid}
     quantities = {k: Quantity(v) for k, v in rl.items()}
     allocation = ResourceRequirements(requests=quantities, limits=quantities)
-    async with EventProducer(
-        settings.kafka_bootstrap, topic_prefix=settings.topic_prefix
-    ) as producer:
-        await producer.publish(
-            Envelope.wrap(
-                ev.Allocated(
-                    **ids,
-                    node_name="node-0",
-                    containers=[ev.ContainerAllocation(name="c", resources=allocation)],
-                ),
-                producer="kubelet",
-            )
+    await producer.publish(
+        Envelope.wrap(
+            ev.Allocated(
+                **ids,
+                node_name="node-0",
+                containers=[ev.ContainerAllocation(name="c", resources=allocation)],
+            ),
+            producer="kubelet",
         )
+    )
 
     async with running_kubelet(settings):
-        await _until(
-            v1,
-            lambda p: p.status.resize is None and p.status.container_statuses[0].resources,
-        )
-        done = await _until(
-            v1, lambda p: p.status.container_statuses[0].resources.requests["cpu"] == "2"
+        done = await until(
+            pod_now,
+            lambda p: (
+                p.status.resize is None
+                and p.status.container_statuses[0].resources.requests["cpu"] == "2"
+            ),
+            "resized",
         )
         assert done.status.container_statuses[0].allocated_resources["cpu"] == "2"
 
