@@ -132,11 +132,16 @@ class ReadModel:
         topics: tuple[str, ...] = ev.EVENT_TOPICS,
         window: int = 50_000,
     ) -> None:
+        """`window` is how many changes each collection keeps for watch resume; 0 means this
+        holder serves no watches (only the apiserver does), so no per-change snapshot of the
+        object is taken at all: that serialization was the largest cost of following the log
+        for every other role."""
         self.settings = settings
         self.role = role
         self.topics = [settings.topic(t) for t in topics]
         self._listeners: list[Callable[[Record], None]] = []
         self.state = ClusterState()
+        self.watchable = window > 0
         self.collections = {n: Collection(n, deque(maxlen=window)) for n in COLLECTIONS}
         self.applied: dict[TopicPartition, int] = {}
         self.ready = asyncio.Event()
@@ -191,6 +196,10 @@ class ReadModel:
             listener(record)
 
     def _apply_record(self, record: Record) -> None:
+        if not self.watchable:
+            self.state.apply(record)
+            self.state.touched.clear()
+            return
         collection, key = locate(record)
         objects = self.objects(collection)
         before = objects.get(key)

@@ -53,7 +53,7 @@ class Kubelet:
     def __init__(self, settings: Settings, runtime: RuntimeService) -> None:
         self.settings = settings
         self.runtime = runtime
-        self.model = ReadModel(settings, role=ROLE, topics=(ev.PODS, ev.NODES), window=1)
+        self.model = ReadModel(settings, role=ROLE, topics=(ev.PODS, ev.NODES), window=0)
         self.names = node_names(settings)
         self.agents: dict[str, NodeAgent] = {}
         # The allocation checkpoint as the log has it (requests AND limits, per container).
@@ -61,6 +61,8 @@ class Kubelet:
         # The latest user-side event per pod: what the kubelet's events are caused by.
         self.causes: dict[str, Envelope] = {}
         self.started = False
+        # pod key → the node agent it was last routed to (the only one that may hold it).
+        self._routed: dict[str, str] = {}
         self._workers: set[asyncio.Task[None]] = set()
         self._writer: LogWriter
         self.model.on_apply(self._on_apply)
@@ -93,12 +95,14 @@ class Kubelet:
         namespace, _, name = key.partition("/")
         pod = self.model.get("pods", (namespace, name))
         node = pod.spec.node_name if pod is not None else None
+        previous = self._routed.pop(key, None)
         if node in self.agents:
             self.agents[node].enqueue(key)
-        # A pod that left (deleted, evicted, moved) is released by the agent that holds it.
-        for agent in self.agents.values():
-            if agent.name != node and agent.checkpoint.allocated(key) is not None:
-                agent.enqueue(key)
+            self._routed[key] = node
+        # A pod that left (deleted, evicted, moved) is released by the agent that holds it:
+        # only an agent it was routed to can (asking all of them cost O(nodes) per event).
+        if previous is not None and previous != node and previous in self.agents:
+            self.agents[previous].enqueue(key)
 
     async def run(self) -> None:
         producer = EventProducer(
@@ -177,6 +181,7 @@ class Kubelet:
         )
         for pod in mine:
             key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+            self._routed.setdefault(key, pod.spec.node_name or "")
             allocated = self.allocations.get(key)
             if allocated and pod.status.phase not in ("Succeeded", "Failed"):
                 await self.agents[pod.spec.node_name or ""].readmit(

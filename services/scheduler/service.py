@@ -287,7 +287,7 @@ class Scheduler:
 
 
 async def run(settings: Settings, *, host: str, port: int) -> None:
-    model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS, window=1)
+    model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS, window=0)
     producer = EventProducer(
         settings.kafka_bootstrap, client_id=ROLE, topic_prefix=settings.topic_prefix
     )

@@ -22,10 +22,10 @@ from inplace.core.projection.reducers import position_of
 from inplace.core.readmodel import ReadModel
 from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
-from schemas.events import PODS, WORKLOADS
-from schemas.k8s import Pod
-from schemas.workload import KIND, CloneSet
+from schemas.events import PODS, WORKLOADS, PodEvent
+from schemas.workload import CloneSet
 from services.workload.client import ApiClient, Conflict
+from services.workload.ownership import OwnedPods
 from services.workload.planner import (
     Action,
     CreatePod,
@@ -50,11 +50,17 @@ class Controller:
         self.model = model
         self.client = client
         self.history = RevisionHistory()
+        self.owned = OwnedPods()
         self.wake = asyncio.Event()
         model.on_apply(self._observe)
 
     def _observe(self, record: Record) -> None:
         self.history.apply(record)
+        payload = record.envelope.payload
+        if isinstance(payload, PodEvent):
+            key = (payload.namespace, payload.name)
+            if not self.owned.observe(key, self.model.get("pods", key)):
+                return  # no CloneSet's pod: nothing to decide
         self.wake.set()
 
     async def run(self) -> None:
@@ -74,7 +80,11 @@ class Controller:
 
     async def sync(self, cs: CloneSet) -> None:
         namespace, name = cs.metadata.namespace or "", cs.metadata.name or ""
-        pods = [p for (ns, _), p in self.model.objects("pods").items() if ns == namespace]
+        pods = [
+            pod
+            for key in self.owned.in_namespace(namespace)
+            if (pod := self.model.get("pods", key)) is not None
+        ]
         now = datetime.now(UTC)
         plan = reconcile(
             Inputs(
@@ -122,22 +132,13 @@ class Controller:
 
     async def collect_orphans(self, clone_sets: list[CloneSet]) -> None:
         """Pods whose controlling CloneSet is gone are deleted (garbage collection)."""
-        uids = {cs.metadata.uid for cs in clone_sets}
-        for (namespace, name), pod in list(self.model.objects("pods").items()):
-            if _orphaned(pod, uids):
-                with contextlib.suppress(Conflict):
-                    await self._delete(namespace, name)
-
-
-def _orphaned(pod: Pod, uids: set[str | None]) -> bool:
-    return any(
-        ref.kind == KIND and ref.controller and ref.uid not in uids
-        for ref in pod.metadata.owner_references or []
-    )
+        for namespace, name in self.owned.orphans({cs.metadata.uid for cs in clone_sets}):
+            with contextlib.suppress(Conflict):
+                await self._delete(namespace, name)
 
 
 async def run(settings: Settings, *, host: str, port: int) -> None:
-    model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS)
+    model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS, window=0)
     client = ApiClient(settings.workload_apiserver_url)
     controller = Controller(settings, model, client)
     server = RoleServer(ROLE, host=host, port=port, ready=model.ready.is_set)

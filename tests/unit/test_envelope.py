@@ -139,3 +139,17 @@ def test_cleared_resize_status_round_trips() -> None:
     back = decode(env.encode())
     assert isinstance(back.payload, ev.ResizeStatusChanged)
     assert back.payload.resize is None
+
+
+def test_single_pass_decoder_agrees_with_the_generic_envelope() -> None:
+    """The fast path (one discriminated union over every event type) must produce exactly what
+    validating the generic Envelope produces, for every kind of event the cluster writes."""
+    from schemas.envelope import _fast
+
+    stream = list(factories.cluster_stream(pods=5, resizes_per_pod=2, nodes=2))
+    assert len({e.type for e in stream}) >= 8
+    for env in stream:
+        fast = _fast.decode(env.encode())
+        assert fast == Envelope.model_validate_json(env.encode()) == env
+        assert type(fast.payload) is type(env.payload)
+        assert fast.model_fields_set == Envelope.model_validate_json(env.encode()).model_fields_set

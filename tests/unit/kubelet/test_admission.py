@@ -9,9 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from schemas.k8s import Pod, ResourceRequirements
 from schemas.quantity import Quantity
+from schemas.resources import pod_requests
 from services.kubelet.admission import (
     Accept,
     Admit,
@@ -486,3 +489,38 @@ def test_node_allocation_is_immutable() -> None:
     assert one.without_pod("ns/a").used() == {}
     assert one.used(excluding="ns/a") == {}
     assert one.requests_of("ns/a") == {"cpu": Quantity("1"), "memory": Quantity("128Mi")}
+
+
+# --- the checkpoint's running total ------------------------------------------------------------
+
+_SIZES = st.sampled_from(["0", "100m", "250m", "1", "1500m"])
+_MEMORY = st.sampled_from(["0", "64Mi", "1G", "128Mi", "3Gi"])
+_STEPS = st.lists(
+    st.tuples(st.sampled_from(["a", "b", "c", "d"]), st.booleans(), _SIZES, _MEMORY),
+    max_size=30,
+)
+
+
+def _units(resources: dict[str, Quantity]) -> dict[str, int]:
+    return {k: v.milli_value() for k, v in resources.items() if v.milli_value() != 0}
+
+
+@given(steps=_STEPS)
+def test_used_is_always_the_sum_of_the_other_pods(
+    steps: list[tuple[str, bool, str, str]],
+) -> None:
+    """The total carried across with_pod / without_pod equals summing every pod afresh."""
+    allocation = node("8", "32Gi", "110")
+    for name, keep, cpu, memory in steps:
+        key = f"ns/{name}"
+        if keep:
+            allocation = allocation.with_pod(burstable(name, cpu, memory))
+        else:
+            allocation = allocation.without_pod(key)
+        for excluding in (None, "ns/a", "ns/b", "ns/zz"):
+            naive: dict[str, Quantity] = {}
+            for other, pod in allocation.pods.items():
+                if other != excluding:
+                    for resource, q in pod_requests(pod).items():
+                        naive[resource] = naive.get(resource, Quantity("0")) + q
+            assert _units(allocation.used(excluding=excluding)) == _units(naive)

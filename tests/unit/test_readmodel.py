@@ -1,0 +1,37 @@
+"""A read model folds the log in memory; only a watch-serving holder (the apiserver) keeps a
+change feed per collection."""
+
+from __future__ import annotations
+
+from inplace.core.bus.consumer import Record
+from inplace.core.bus.producer import Position
+from inplace.core.readmodel import ReadModel
+from inplace.core.settings import Settings
+from tests import factories
+
+STREAM = list(factories.cluster_stream(pods=3, resizes_per_pod=2, nodes=1))
+
+
+def _fold(model: ReadModel) -> None:
+    for offset, env in enumerate(STREAM):
+        model._apply(Record(Position(env.topic, 0, offset), env.model_copy(deep=True)))
+
+
+def test_watchable_model_publishes_every_change_of_every_collection() -> None:
+    model = ReadModel(Settings(), window=1000)
+    _fold(model)
+    pods = model.collections["pods"]
+    assert pods.window, "pod changes are kept for watch resume"
+    assert {e.type for e in pods.window} >= {"ADDED", "MODIFIED"}
+    last = pods.window[-1]
+    assert last.object["metadata"]["resourceVersion"] == str(last.resource_version)
+
+
+def test_model_without_window_folds_the_same_state_but_keeps_no_feed() -> None:
+    watched, plain = ReadModel(Settings(), window=1000), ReadModel(Settings(), window=0)
+    _fold(watched)
+    _fold(plain)
+    assert plain.state.pods == watched.state.pods
+    assert plain.state.nodes == watched.state.nodes
+    assert all(not c.window for c in plain.collections.values())
+    assert not plain.state.touched
