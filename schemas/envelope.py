@@ -161,15 +161,15 @@ class _FastDecoder:
     """The discriminated union over the registry, rebuilt when an event type is registered."""
 
     def __init__(self) -> None:
-        self._types: frozenset[str] = frozenset()
+        self._known = 0  # types in the union; the registry only ever grows
         self._adapter: TypeAdapter[Any] | None = None
 
     def adapter(self) -> TypeAdapter[Any]:
-        if self._adapter is None or self._types != EventPayload.registry.keys():
+        if self._adapter is None or self._known != len(EventPayload.registry):
             models = tuple(_typed_envelope(c) for c in EventPayload.registry.values())
             union = Annotated[Union[models], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007
             self._adapter = TypeAdapter(union)
-            self._types = frozenset(EventPayload.registry)
+            self._known = len(EventPayload.registry)
         return self._adapter
 
     def decode(self, value: bytes) -> Envelope:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -145,7 +146,10 @@ class ReadModel:
         self.collections = {n: Collection(n, deque(maxlen=window)) for n in COLLECTIONS}
         self.applied: dict[TopicPartition, int] = {}
         self.ready = asyncio.Event()
-        self._progress = asyncio.Condition()
+        # Writers waiting for their offset, per partition, as a heap by offset: a batch wakes
+        # exactly the waiters it satisfies (a Condition woke every waiter on every batch).
+        self._waiters: dict[TopicPartition, list[tuple[int, int, asyncio.Future[None]]]] = {}
+        self._waiter_seq = 0
 
     def objects(self, collection: str) -> dict[Any, Any]:
         objects: dict[Any, Any] = getattr(self.state, _STATE_FIELD[collection])
@@ -172,9 +176,7 @@ class ReadModel:
                     self._apply(record)
                 for tp, nxt in batch.next_offsets.items():
                     self.applied[tp] = nxt
-                if batch:
-                    async with self._progress:
-                        self._progress.notify_all()
+                    self._release(tp, nxt)
                 self._check_ready(catch_up)
         finally:
             await follower.stop()
@@ -222,5 +224,22 @@ class ReadModel:
     async def wait_for(self, position: Position, within: float = 30.0) -> None:
         """Return once the event at `position` is applied (read-your-writes)."""
         tp = TopicPartition(position.topic, position.partition)
-        async with asyncio.timeout(within), self._progress:
-            await self._progress.wait_for(lambda: self.applied.get(tp, 0) > position.offset)
+        if self.applied.get(tp, 0) > position.offset:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiter_seq += 1
+        heapq.heappush(
+            self._waiters.setdefault(tp, []), (position.offset, self._waiter_seq, waiter)
+        )
+        try:
+            async with asyncio.timeout(within):
+                await waiter
+        finally:
+            waiter.cancel()  # a timed-out waiter is skipped when its offset comes
+
+    def _release(self, tp: TopicPartition, next_offset: int) -> None:
+        waiters = self._waiters.get(tp)
+        while waiters and waiters[0][0] < next_offset:
+            _, _, waiter = heapq.heappop(waiters)
+            if not waiter.done():
+                waiter.set_result(None)

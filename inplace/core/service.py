@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import socket
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
@@ -61,6 +62,15 @@ class RoleServer:
             ]
         )
 
+    def _listen(self) -> socket.socket:
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        try:
+            return socket.create_server((self.host, self.port), family=family)
+        except OSError as exc:
+            raise RuntimeError(
+                f"{self.role}: cannot listen on {self.host}:{self.port}: {exc.strerror or exc}"
+            ) from None
+
     async def _healthz(self, request: Request) -> Response:
         dead = [t.get_name() for t in self._tasks if t.done()]
         if dead:
@@ -81,16 +91,21 @@ class RoleServer:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        # Bound here, before any loop starts: a taken port is a one-line error and exit 1
+        # (uvicorn would sys.exit from inside its task, with a traceback).
+        listener = self._listen()
         config = uvicorn.Config(
             self.app, host=self.host, port=self.port, log_level="warning", lifespan="off"
         )
         server = uvicorn.Server(config)
         server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
-        http = asyncio.create_task(server.serve(), name="http")
+        http = asyncio.create_task(server.serve(sockets=[listener]), name="http")
         self._tasks = [asyncio.create_task(fn(), name=name) for name, fn in loops.items()]
         log.info("%s serving on http://%s:%d", self.role, self.host, self.port)
         waiter = asyncio.create_task(stop.wait(), name="signal")
         done, _ = await asyncio.wait([waiter, http, *self._tasks], return_when="FIRST_COMPLETED")
+        if waiter not in done:  # say why a role ends without a signal
+            log.warning("%s: %s ended first", self.role, ", ".join(t.get_name() for t in done))
         failed = [t for t in done if t is not waiter and t.exception() is not None]
         for task in self._tasks:
             task.cancel()

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import httpx
 
 from inplace.core.bus.producer import EventProducer
+from inplace.load.http import HttpClient
 from inplace.load.plan import CONTAINER, LoadPlan, ResizePlan
 from schemas import events as ev
 from schemas.envelope import Envelope
@@ -117,7 +118,7 @@ def _index(resize: ResizePlan) -> int:
 
 
 async def request(
-    client: httpx.AsyncClient,
+    client: HttpClient,
     method: str,
     url: str,
     *,
@@ -166,7 +167,7 @@ async def _bounded(items: list[Any], limit: int, work: Callable[[Any], Awaitable
 
 
 async def setup(
-    client: httpx.AsyncClient,
+    client: HttpClient,
     plan: LoadPlan,
     run: str,
     *,
@@ -218,7 +219,7 @@ class Driver:
         mode: Mode,
         rate: float | None,
         concurrency: int,
-        client: httpx.AsyncClient | None = None,
+        client: HttpClient | None = None,
         producer: EventProducer | None = None,
         uids: dict[str, str] | None = None,
         batch: int = 500,

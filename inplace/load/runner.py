@@ -17,13 +17,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from inplace.core.bus.producer import EventProducer
 from inplace.core.settings import Settings
 from inplace.load import report as rep
 from inplace.load.chaos import Chaos, Verdict, log_checks, projection_check
 from inplace.load.driver import Chains, Driver, DriverStats, Mode, SetupError, setup
+from inplace.load.http import HttpClient, PooledClient
 from inplace.load.plan import LoadPlan, Mix, make_plan
 from inplace.load.tracker import SETTLED, Tracker, sample_projector_lag
 
@@ -128,10 +127,7 @@ class LoadRun:
                     roles=c.chaos_roles,
                 )
                 self.chaos.discover()
-            limits = httpx.Limits(
-                max_connections=c.concurrency, max_keepalive_connections=c.concurrency
-            )
-            async with httpx.AsyncClient(base_url=c.api, timeout=30.0, limits=limits) as client:
+            async with PooledClient(c.api, concurrency=c.concurrency) as client:
                 uids = await self._setup(client)
                 await self._inject(client, uids)
             await self._drain()
@@ -150,7 +146,7 @@ class LoadRun:
         finally:
             self.phases[phase] = round(time.monotonic() - t0, 3)
 
-    async def _setup(self, client: httpx.AsyncClient) -> dict[str, str]:
+    async def _setup(self, client: HttpClient) -> dict[str, str]:
         c = self.config
 
         def node_done() -> None:
@@ -197,7 +193,7 @@ class LoadRun:
                 )
             await asyncio.sleep(0.1)
 
-    async def _inject(self, client: httpx.AsyncClient, uids: dict[str, str]) -> None:
+    async def _inject(self, client: HttpClient, uids: dict[str, str]) -> None:
         c = self.config
         producer = None
         if c.mode == "log":

@@ -32,6 +32,7 @@ from schemas import events as ev
 from schemas.envelope import Envelope, EventPayload
 from schemas.events import NODES, PODS
 from schemas.k8s import Event, EventType, ObjectMeta, ObjectReference, Pod
+from schemas.resources import is_resize_infeasible
 from services.scheduler.cache import ClusterChange, SchedulerCache
 from services.scheduler.placement import Bound, pending_to_retry, schedule
 
@@ -100,6 +101,13 @@ def scheduling_event(
     )
 
 
+# Events that change neither a pod's requests nor its node nor its phase: pricing the pod again
+# (pod_demand, a third of the scheduler's CPU under a resize load) can only give the same answer,
+# unless its resize became or stopped being Infeasible (KEP-1287 then counts only what the node
+# granted).
+_STATUS_ONLY = (ev.ResizeStatusChanged, ev.ContainerRestarted, ev.PodUpdated, ev.PodUnschedulable)
+
+
 class Scheduler:
     """The cache kept by the read model's records, and the loop that decides from it."""
 
@@ -114,6 +122,8 @@ class Scheduler:
         self._changes: dict[ClusterChange, Envelope] = {}
         # The unschedulable message last published per pod, until its echo is in the model.
         self._reported: dict[str, str] = {}
+        # Whether each pod's resize is Infeasible, as last priced (see _STATUS_ONLY).
+        self._infeasible: dict[str, bool] = {}
         self._wake = asyncio.Event()
         model.on_apply(self._observe)
 
@@ -143,12 +153,17 @@ class Scheduler:
         if pod is None:  # deleted
             self._queue.pop(key, None)
             self._reported.pop(key, None)
+            self._infeasible.pop(key, None)
             changes.append(self.cache.remove_pod(key))
             return [c for c in changes if c is not None]
         if isinstance(payload, ev.PodEvicted):
             # Back to Pending (KEP-3953 unplug): its old node gets the room back first.
             changes.append(self.cache.remove_pod(key))
-        changes.append(self.cache.upsert_pod(pod))
+        infeasible = is_resize_infeasible(pod)
+        flipped = self._infeasible.get(key) != infeasible
+        self._infeasible[key] = infeasible
+        if flipped or not isinstance(payload, _STATUS_ONLY):
+            changes.append(self.cache.upsert_pod(pod))
         if pod.spec.node_name is not None or _is_terminal(pod):
             self._queue.pop(key, None)
             self._reported.pop(key, None)

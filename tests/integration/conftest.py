@@ -102,9 +102,16 @@ class RoleProcess:
 
     async def ready(self, within: float = 60) -> None:
         deadline = asyncio.get_running_loop().time() + within
+        restarts = 0
         async with httpx.AsyncClient(timeout=2) as client:
             while True:
                 if not self.alive():
+                    if "cannot listen on" in self.log.read_text() and restarts < 3:
+                        # Another process took the free port between free_port() and bind.
+                        restarts += 1
+                        self.port = free_port()
+                        self.start()
+                        continue
                     raise AssertionError(f"{self.role} exited: {self.log.read_text()[-3000:]}")
                 try:
                     if (await client.get(f"{self.url}/readyz")).status_code == 200:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 
@@ -91,6 +92,15 @@ async def test_replay_bad_input_is_one_line_and_non_zero(settings: Settings) -> 
         assert message in done.stderr, (args, done.stderr)
         assert "Traceback" not in done.stderr + done.stdout
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+async def test_serve_on_a_taken_port_is_one_line_and_non_zero(settings: Settings) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = inplace(settings, "serve", "quota", "--port", str(port))
+    assert done.returncode == 1
+    assert f"quota: cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
 
 
 async def test_replay_against_unreachable_servers_fails_cleanly(settings: Settings) -> None:

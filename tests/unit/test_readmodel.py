@@ -3,6 +3,11 @@ change feed per collection."""
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
+from aiokafka import TopicPartition
+
 from inplace.core.bus.consumer import Record
 from inplace.core.bus.producer import Position
 from inplace.core.readmodel import ReadModel
@@ -35,3 +40,29 @@ def test_model_without_window_folds_the_same_state_but_keeps_no_feed() -> None:
     assert plain.state.nodes == watched.state.nodes
     assert all(not c.window for c in plain.collections.values())
     assert not plain.state.touched
+
+
+async def test_wait_for_wakes_each_writer_when_its_offset_is_applied() -> None:
+    model = ReadModel(Settings(), window=0)
+    tp = TopicPartition("pods", 0)
+
+    def applied(next_offset: int) -> None:  # what run() does after folding a batch
+        model.applied[tp] = next_offset
+        model._release(tp, next_offset)
+
+    early = asyncio.create_task(model.wait_for(Position("pods", 0, 3)))
+    late = asyncio.create_task(model.wait_for(Position("pods", 0, 5)))
+    other = asyncio.create_task(model.wait_for(Position("pods", 1, 0)))
+    await asyncio.sleep(0)
+    applied(4)
+    await asyncio.sleep(0)
+    assert early.done() and not late.done() and not other.done()
+    applied(6)
+    await asyncio.sleep(0)
+    assert late.done() and not other.done()
+    await model.wait_for(Position("pods", 0, 2))  # applied already: returns at once
+    with pytest.raises(TimeoutError):
+        await model.wait_for(Position("pods", 0, 9), within=0.01)
+    other.cancel()
+    applied(10)  # the timed-out waiter is skipped, not resolved twice
+    assert not model._waiters[tp]

@@ -1,0 +1,85 @@
+"""The scheduler's cache follows the log: each pod priced again only when its price can move."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from inplace.core.bus.consumer import Record
+from inplace.core.bus.producer import Position
+from inplace.core.readmodel import ReadModel
+from inplace.core.settings import Settings
+from schemas import events as ev
+from schemas.envelope import Envelope, EventPayload
+from services.scheduler.cache import SchedulerCache
+from services.scheduler.service import Scheduler
+from tests import factories
+
+NS, NAME, NODE, UID = "team-a", "web-0", "node-0", "uid-team-a-web-0"
+
+
+class _Feed:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.model = ReadModel(Settings(), window=0)
+        self.scheduler = Scheduler(self.model, producer=None)  # type: ignore[arg-type]
+        self.offset = 0
+        self.priced = 0
+        upsert = SchedulerCache.upsert_pod
+
+        def counting(cache: SchedulerCache, pod: Any) -> Any:
+            self.priced += 1
+            return upsert(cache, pod)
+
+        monkeypatch.setattr(SchedulerCache, "upsert_pod", counting)
+
+    def __call__(self, payload: EventPayload) -> None:
+        env = Envelope.wrap(payload, producer="test")
+        self.model._apply(Record(Position(env.topic, 0, self.offset), env))
+        self.offset += 1
+
+    def cpu(self) -> int:
+        demand = self.scheduler.cache.placed_demand(f"{NS}/{NAME}")
+        assert demand is not None
+        return demand.cpu
+
+
+def test_status_only_events_do_not_price_the_pod_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    feed = _Feed(monkeypatch)
+    feed(ev.NodeRegistered(name=NODE, node=factories.node(NODE)))
+    feed(ev.PodCreated(namespace=NS, name=NAME, uid=UID, pod=factories.pod(NS, NAME, cpu="1")))
+    feed(ev.PodBound(namespace=NS, name=NAME, uid=UID, node_name=NODE))
+    assert feed.cpu() == 1000
+    proposed, allocated, in_progress, actuated, cleared = factories.resize_flow(
+        NS, NAME, NODE, "2", "128Mi"
+    )
+    feed(proposed)  # spec grows: priced, max(spec, granted)
+    assert feed.cpu() == 2000
+    priced = feed.priced
+    feed(in_progress)
+    feed(ev.ContainerRestarted(namespace=NS, name=NAME, uid=UID, container="app", restart_count=1))
+    assert feed.priced == priced
+    feed(allocated)
+    feed(actuated)
+    assert feed.priced == priced + 2
+    feed(cleared)
+    assert feed.priced == priced + 2
+    assert feed.cpu() == 2000
+
+
+def test_a_resize_turning_infeasible_is_priced_at_what_was_granted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    feed = _Feed(monkeypatch)
+    feed(ev.NodeRegistered(name=NODE, node=factories.node(NODE)))
+    feed(ev.PodCreated(namespace=NS, name=NAME, uid=UID, pod=factories.pod(NS, NAME, cpu="1")))
+    feed(ev.PodBound(namespace=NS, name=NAME, uid=UID, node_name=NODE))
+    granted = factories.resize_flow(NS, NAME, NODE, "1", "128Mi")
+    feed(granted[1])  # Allocated 1 cpu
+    feed(granted[3])  # Actuated 1 cpu
+    feed(factories.resize_flow(NS, NAME, NODE, "64", "128Mi")[0])  # Proposed: too big
+    assert feed.cpu() == 64000  # a pending resize is assumed to succeed
+    feed(ev.ResizeStatusChanged(namespace=NS, name=NAME, uid=UID, resize="Infeasible"))
+    assert feed.cpu() == 1000  # ... unless Infeasible: only what the node granted
+    feed(ev.ResizeStatusChanged(namespace=NS, name=NAME, uid=UID, resize=None))
+    assert feed.cpu() == 64000
