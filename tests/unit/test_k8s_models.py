@@ -795,3 +795,19 @@ def test_json_schema_is_generated() -> None:
     assert "apiVersion" in schema["properties"]
     assert "ContainerStatus" in schema["$defs"]
     assert "allocatedResources" in schema["$defs"]["ContainerStatus"]["properties"]
+
+
+def test_deep_copy_is_equal_and_shares_nothing_mutable() -> None:
+    from tests import factories
+
+    pod = factories.pod("ns", "web")
+    pod.metadata.labels = {"app": "web"}
+    copied = pod.model_copy(deep=True)
+    assert copied == pod
+    assert copied.model_fields_set == pod.model_fields_set
+    copied.metadata.labels["app"] = "other"
+    copied.spec.containers[0].resources.requests["cpu"] = Quantity("2")  # type: ignore[index]
+    copied.spec.containers.append(copied.spec.containers[0].model_copy(update={"name": "b"}))
+    assert pod.metadata.labels == {"app": "web"}
+    assert str(pod.spec.containers[0].resources.requests["cpu"]) == "100m"  # type: ignore[index]
+    assert [c.name for c in pod.spec.containers] == ["app"]
