@@ -70,8 +70,13 @@ class Collection:
     subscribers: set[asyncio.Queue[WatchEvent | None]] = field(default_factory=set)
     # resourceVersion of the newest event, whatever its partition: the list resourceVersion.
     last: int = 0
+    # resourceVersion of the change just before the window's first one: a watch from it
+    # misses nothing.
+    base: int = 0
 
     def publish(self, event: WatchEvent) -> None:
+        if self.window and len(self.window) == self.window.maxlen:
+            self.base = self.window[0].resource_version
         self.window.append(event)
         self.last = event.resource_version
         for queue in list(self.subscribers):
@@ -82,10 +87,18 @@ class Collection:
             else:
                 queue.put_nowait(event)
 
+    def skip(self, rv: int) -> None:
+        """A change folded while catching up with the log: too old to be watched from (the
+        window starts after it), so no snapshot of the object is taken."""
+        self.window.clear()
+        self.base = self.last = rv
+
     def since(self, rv: int) -> list[WatchEvent]:
         """Events after the one with resourceVersion `rv`, in this replica's apply order."""
         if rv == self.last:
             return []
+        if rv == self.base:
+            return list(self.window)
         for i in range(len(self.window) - 1, -1, -1):
             if self.window[i].resource_version == rv:
                 return list(self.window)[i + 1 :]
@@ -203,6 +216,14 @@ class ReadModel:
             self.state.touched.clear()
             return
         collection, key = locate(record)
+        if not self.ready.is_set():
+            # Catching up after a start: like kube-apiserver's watch cache, the window begins
+            # at the state we start serving (older resourceVersions get 410 Gone and clients
+            # relist). Snapshotting every historic change first made a restart take minutes.
+            self.state.apply(record)
+            self.state.touched.clear()
+            self.collections[collection].skip(resource_version(record.position))
+            return
         objects = self.objects(collection)
         before = objects.get(key)
         self.state.apply(record)

@@ -10,7 +10,8 @@ from aiokafka import TopicPartition
 
 from inplace.core.bus.consumer import Record
 from inplace.core.bus.producer import Position
-from inplace.core.readmodel import ReadModel
+from inplace.core.projection.reducers import PARTITION_SPACE
+from inplace.core.readmodel import ReadModel, TooOld
 from inplace.core.settings import Settings
 from tests import factories
 
@@ -24,6 +25,7 @@ def _fold(model: ReadModel) -> None:
 
 def test_watchable_model_publishes_every_change_of_every_collection() -> None:
     model = ReadModel(Settings(), window=1000)
+    model.ready.set()
     _fold(model)
     pods = model.collections["pods"]
     assert pods.window, "pod changes are kept for watch resume"
@@ -32,8 +34,39 @@ def test_watchable_model_publishes_every_change_of_every_collection() -> None:
     assert last.object["metadata"]["resourceVersion"] == str(last.resource_version)
 
 
+def test_catching_up_folds_everything_but_the_window_starts_when_ready() -> None:
+    model = ReadModel(Settings(), window=1000)
+    pods = model.collections["pods"]
+    half = len(STREAM) // 2
+    for offset, env in enumerate(STREAM[:half]):
+        model._apply(Record(Position(env.topic, 0, offset), env.model_copy(deep=True)))
+    assert not pods.window and pods.last == pods.base > 0
+    caught_up = pods.last
+    model.ready.set()
+    for offset, env in enumerate(STREAM[half:], start=half):
+        model._apply(Record(Position(env.topic, 0, offset), env.model_copy(deep=True)))
+    assert pods.window and pods.window[0].resource_version > caught_up
+    assert pods.since(caught_up) == list(pods.window)  # a watch from the list misses nothing
+    with pytest.raises(TooOld):
+        pods.since(caught_up - PARTITION_SPACE)
+    served = ReadModel(Settings(), window=1000)
+    served.ready.set()
+    _fold(served)
+    assert model.state.pods == served.state.pods
+
+
+def test_the_window_base_moves_as_old_changes_fall_out() -> None:
+    model = ReadModel(Settings(), window=3)
+    model.ready.set()
+    _fold(model)
+    pods = model.collections["pods"]
+    assert len(pods.window) == 3
+    assert pods.since(pods.base) == list(pods.window)
+
+
 def test_model_without_window_folds_the_same_state_but_keeps_no_feed() -> None:
     watched, plain = ReadModel(Settings(), window=1000), ReadModel(Settings(), window=0)
+    watched.ready.set()
     _fold(watched)
     _fold(plain)
     assert plain.state.pods == watched.state.pods
