@@ -115,6 +115,9 @@ async def rebuild(
                     report.events += len(batch.records) + len(batch.malformed)
                     if pipe.pending >= COPY_ROWS:
                         await pipe.send()
+                    # A poll already fetched comes back without suspending: yield anyway, so
+                    # the loop flushes the COPY in flight to Postgres between polls.
+                    await asyncio.sleep(0)
                 await pipe.send()
                 await pipe.wait()
                 async with conn.transaction():
