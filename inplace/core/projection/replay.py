@@ -99,7 +99,9 @@ async def rebuild(
             tps = await reader.partitions([topic_prefix + t for t in EVENT_TOPICS])
             done: dict[TopicPartition, int] = {}
             next_offsets: dict[TopicPartition, int] = {}
-            state, fresh = ClusterState(), True
+            # Each record's history row is built before it is folded, and nothing else reads
+            # it afterwards: the fold may keep its payload.
+            state, fresh = ClusterState(adopt_payloads=True), True
             for _ in range(max_rounds):
                 snapshot = await _live_snapshot(conn, live)
                 if snapshot is None:  # nothing projected yet: rebuild the whole log
