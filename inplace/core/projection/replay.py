@@ -17,7 +17,13 @@ from aiokafka.partitioner import DefaultPartitioner
 from inplace.core.bus.consumer import Batch, LogReader, Record
 from inplace.core.bus.producer import Position
 from inplace.core.projection.state import ClusterState
-from inplace.core.projection.store import ProjectionStore, dead_letter_rows, history_rows
+from inplace.core.projection.store import (
+    CHECKSUM_TABLES,
+    ProjectionStore,
+    combine_checksums,
+    dead_letter_rows,
+    history_rows,
+)
 from inplace.core.store.migrations import drop_schema, migrate
 from schemas.events import EVENT_TOPICS, PODS
 
@@ -85,6 +91,7 @@ async def rebuild(
     shadow = ProjectionStore(shadow_schema, consumer)
     started = time.perf_counter()
     conn = await asyncpg.connect(dsn)
+    side = await asyncpg.connect(dsn)  # checksums the log tables while objects are written
     pipe = _CopyPipeline(conn, shadow)
     # Every poll's decoded envelopes survive long enough to be promoted, and each promotion
     # triggered full collections walking the whole folded state: half the rebuild's CPU. The
@@ -122,13 +129,12 @@ async def rebuild(
                     await asyncio.sleep(0)
                 await pipe.send()
                 await pipe.wait()
-                async with conn.transaction():
-                    await shadow.copy_state(conn, state, fresh=fresh)
-                    await shadow.save_offsets(conn, next_offsets)
+                report.rebuilt_checksum = await _write_objects_and_checksum(
+                    conn, side, shadow, state, next_offsets, fresh=fresh
+                )
                 fresh = False
                 done = dict(target)
                 report.offsets = target
-                report.rebuilt_checksum = await shadow.checksum(conn)
                 if not replace or snapshot is None:
                     break
                 if await _swap(conn, live, shadow, target):
@@ -140,11 +146,44 @@ async def rebuild(
             report.replaced = True
     finally:
         await pipe.close()
+        await side.close()
         await conn.close()
         if gc_was_enabled:
             gc.enable()
     report.seconds = time.perf_counter() - started
     return report
+
+
+# Complete once the last history COPY is done, before the round's objects are written.
+_LOG_TABLES = ("pod_history", "dead_letters")
+
+
+async def _write_objects_and_checksum(
+    conn: asyncpg.Connection,
+    side: asyncpg.Connection,
+    shadow: ProjectionStore,
+    state: ClusterState,
+    next_offsets: dict[TopicPartition, int],
+    *,
+    fresh: bool,
+) -> str:
+    """Write the round's objects and offsets, and return the shadow schema's checksum. The
+    history checksum (the largest table) runs on `side` meanwhile: two Postgres backends on
+    two cores, while this process only waits."""
+    logged = asyncio.create_task(shadow.table_checksums(side, _LOG_TABLES))
+    try:
+        async with conn.transaction():
+            await shadow.copy_state(conn, state, fresh=fresh)
+            await shadow.save_offsets(conn, next_offsets)
+        others = [t for t in CHECKSUM_TABLES if t not in _LOG_TABLES]
+        sums = await shadow.table_checksums(conn, others)
+        sums.update(await logged)
+    finally:
+        if not logged.done():
+            logged.cancel()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await logged
+    return combine_checksums(sums)
 
 
 class _CopyPipeline:

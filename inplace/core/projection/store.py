@@ -308,20 +308,32 @@ class ProjectionStore:
 
     async def checksum(self, conn: asyncpg.Connection) -> str:
         """sha256 over every projection table's rows in key order (jsonb text is canonical)."""
-        digest = hashlib.sha256()
-        for table, order in CHECKSUM_TABLES.items():
-            value = await conn.fetchval(
-                f"SELECT md5(coalesce(string_agg(t::text, E'\\n' ORDER BY {order}), '')) "
-                f"FROM {self.schema}.{table} t"
+        return combine_checksums(await self.table_checksums(conn, CHECKSUM_TABLES))
+
+    async def table_checksums(
+        self, conn: asyncpg.Connection, tables: Iterable[str]
+    ) -> dict[str, str]:
+        """Each table's part of `checksum` (the rebuild computes them on two connections)."""
+        sums: dict[str, str] = {}
+        for table in tables:
+            sums[table] = await conn.fetchval(
+                f"SELECT md5(coalesce(string_agg(t::text, E'\\n' ORDER BY "
+                f"{CHECKSUM_TABLES[table]}), '')) FROM {self.schema}.{table} t"
             )
-            digest.update(f"{table}:{value}\n".encode())
-        return digest.hexdigest()
+        return sums
 
     async def counts(self, conn: asyncpg.Connection) -> dict[str, int]:
         return {
             table: await conn.fetchval(f"SELECT count(*) FROM {self.schema}.{table}")
             for table in CHECKSUM_TABLES
         }
+
+
+def combine_checksums(sums: dict[str, str]) -> str:
+    digest = hashlib.sha256()
+    for table in CHECKSUM_TABLES:
+        digest.update(f"{table}:{sums[table]}\n".encode())
+    return digest.hexdigest()
 
 
 async def _delete_pairs(
