@@ -69,13 +69,18 @@ def _set_condition(
     message: str | None = None,
 ) -> None:
     """Upsert (value) or remove (None) a pod condition; lastTransitionTime moves on change."""
-    old = next((c for c in (status.conditions or []) if c.type == cond_type), None)
+    current = status.conditions or []
+    old = None
+    for c in current:  # a plain loop: this runs twice per resize step
+        if c.type == cond_type:
+            old = c
+            break
     if value is None and old is None:
         # Removing an absent condition (most resize steps): the list stays as it is.
         if status.conditions == []:
             status.conditions = None
         return
-    conditions = [c for c in (status.conditions or []) if c.type != cond_type]
+    conditions = [c for c in current if c.type != cond_type]
     if value is not None:
         changed = old is None or old.status != value
         conditions.append(

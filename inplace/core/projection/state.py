@@ -76,7 +76,10 @@ def _put(state: ClusterState, collection: str, key: Any, obj: Any) -> None:
         objects.pop(key, None)
     else:
         objects[key] = obj
-    state.touched.setdefault(collection, set()).add(key)
+    touched = state.touched.get(collection)
+    if touched is None:
+        state.touched[collection] = touched = set()
+    touched.add(key)
 
 
 def _namespace(payload: ev.PolicyEvent, when: Any, pos: Any) -> dict[str, Any] | None:
