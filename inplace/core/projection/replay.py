@@ -91,7 +91,6 @@ async def rebuild(
     shadow = ProjectionStore(shadow_schema, consumer)
     started = time.perf_counter()
     conn = await asyncpg.connect(dsn)
-    side = await asyncpg.connect(dsn)  # checksums the log tables while objects are written
     pipe = _CopyPipeline(conn, shadow)
     # Every poll's decoded envelopes survive long enough to be promoted, and each promotion
     # triggered full collections walking the whole folded state: half the rebuild's CPU. The
@@ -130,7 +129,7 @@ async def rebuild(
                 await pipe.send()
                 await pipe.wait()
                 report.rebuilt_checksum = await _write_objects_and_checksum(
-                    conn, side, shadow, state, next_offsets, fresh=fresh
+                    dsn, conn, shadow, state, next_offsets, fresh=fresh
                 )
                 fresh = False
                 done = dict(target)
@@ -146,7 +145,6 @@ async def rebuild(
             report.replaced = True
     finally:
         await pipe.close()
-        await side.close()
         await conn.close()
         if gc_was_enabled:
             gc.enable()
@@ -159,8 +157,8 @@ _LOG_TABLES = ("pod_history", "dead_letters")
 
 
 async def _write_objects_and_checksum(
+    dsn: str,
     conn: asyncpg.Connection,
-    side: asyncpg.Connection,
     shadow: ProjectionStore,
     state: ClusterState,
     next_offsets: dict[TopicPartition, int],
@@ -168,8 +166,9 @@ async def _write_objects_and_checksum(
     fresh: bool,
 ) -> str:
     """Write the round's objects and offsets, and return the shadow schema's checksum. The
-    history checksum (the largest table) runs on `side` meanwhile: two Postgres backends on
-    two cores, while this process only waits."""
+    history checksum (the largest table) runs on a second connection meanwhile: two Postgres
+    backends on two cores, while this process mostly waits."""
+    side = await asyncpg.connect(dsn)
     logged = asyncio.create_task(shadow.table_checksums(side, _LOG_TABLES))
     try:
         async with conn.transaction():
@@ -183,6 +182,7 @@ async def _write_objects_and_checksum(
             logged.cancel()
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await logged
+        await side.close()
     return combine_checksums(sums)
 
 
