@@ -127,8 +127,7 @@ class ProjectionStore:
     ) -> None:
         """Write what `state` changed while folding `batch`, its history and its offsets.
 
-        The rebuild calls this directly: its shadow schema has no other writer, so it folds
-        many polls in memory (nothing read back per batch) and writes them as one chunk."""
+        (The rebuild writes its shadow schema with the bulk methods below instead.)"""
         await self._write(conn, state)
         await self._history(conn, batch)
         await self._dead_letters(conn, batch)
