@@ -236,3 +236,37 @@ def test_events_with_one_name_aggregate_their_count() -> None:
 def test_resource_version_round_trips_to_a_position() -> None:
     pos = Position("pods", 5, 123456)
     assert position_of(resource_version(pos), "pods") == pos
+
+
+def _snapshot(state: ClusterState) -> dict[str, object]:
+    return {
+        "pods": {k: p.to_k8s() for k, p in state.pods.items()},
+        "nodes": {k: n.to_k8s() for k, n in state.nodes.items()},
+        "namespaces": dict(state.namespaces),
+        "events": {k: e.to_k8s() for k, e in state.events.items()},
+    }
+
+
+def test_adopting_payloads_folds_to_the_same_objects_and_copying_leaves_them_alone() -> None:
+    """The rebuild lets reducers keep payload objects (`adopt_payloads`); the result must be
+    what copying gives, and the copying fold must not touch the payloads it was given."""
+    envelopes = [
+        *factories.cluster_stream(pods=30, resizes_per_pod=3, nodes=3),
+        *(Envelope.wrap(p, producer="test") for c in POD_CASES for p in c[1]),
+        *(Envelope.wrap(ev.KubeEventRecorded(event=factories.kube_event(NS, NAME)), producer="t"),)
+        * 2,
+    ]
+    wire = [e.encode() for e in envelopes]
+
+    def fold(adopt: bool) -> ClusterState:
+        state = ClusterState(adopt_payloads=adopt)
+        for offset, raw in enumerate(wire):
+            env = Envelope.model_validate_json(raw)
+            state.apply(Record(Position(env.topic, 0, offset), env))
+        return state
+
+    assert _snapshot(fold(adopt=True)) == _snapshot(fold(adopt=False))
+    copying = ClusterState()
+    for offset, env in enumerate(envelopes):
+        copying.apply(Record(Position(env.topic, 0, offset), env))
+    assert [e.encode() for e in envelopes] == wire

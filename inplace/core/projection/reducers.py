@@ -3,12 +3,18 @@
 The projector (Postgres rows), `inplace replay state --at` (in memory) and read models all use
 these, so every view of the log agrees. No I/O here. A reducer owns the object it is given and
 may change it in place (copying every pod per event cost 85% of rebuild time); what it takes
-from the event payload it copies, so payloads stay untouched.
+from the event payload it copies, so payloads stay untouched, unless the caller passes
+`adopt=True`: it gives the envelope up (the rebuild, once it has written the event's history
+row), and the reducer keeps the payload's objects instead of deep-copying them (a third of the
+rebuild's fold).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from inplace.core.bus.producer import Position
 from schemas import events as ev
@@ -39,6 +45,14 @@ def position_of(rv: int, topic: str) -> Position:
     return Position(topic, rv % PARTITION_SPACE, rv // PARTITION_SPACE)
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
+def _take(model: M, adopt: bool) -> M:
+    """The payload's own object when the caller gave the envelope up, else a deep copy."""
+    return model if adopt else model.model_copy(deep=True)
+
+
 def _stamp_rv(obj: Pod | Node | ResourceQuota | LimitRange | Event, rv: int) -> None:
     obj.metadata.resource_version = str(rv)
 
@@ -55,8 +69,18 @@ def _set_condition(
     message: str | None = None,
 ) -> None:
     """Upsert (value) or remove (None) a pod condition; lastTransitionTime moves on change."""
-    conditions = [c for c in (status.conditions or []) if c.type != cond_type]
-    old = next((c for c in (status.conditions or []) if c.type == cond_type), None)
+    current = status.conditions or []
+    old = None
+    for c in current:  # a plain loop: this runs twice per resize step
+        if c.type == cond_type:
+            old = c
+            break
+    if value is None and old is None:
+        # Removing an absent condition (most resize steps): the list stays as it is.
+        if status.conditions == []:
+            status.conditions = None
+        return
+    conditions = [c for c in current if c.type != cond_type]
     if value is not None:
         changed = old is None or old.status != value
         conditions.append(
@@ -103,12 +127,14 @@ def _resize_conditions(pod: Pod, when: datetime, reason: str | None, message: st
     _set_condition(pod.status, "PodResizeInProgress", in_progress, when, reason, message)
 
 
-def reduce_pod(pod: Pod | None, env: Envelope, position: Position) -> Pod | None:
+def reduce_pod(
+    pod: Pod | None, env: Envelope, position: Position, *, adopt: bool = False
+) -> Pod | None:
     """Apply one `pods` event. Unknown pods (events before PodCreated) stay unknown."""
     payload = env.payload
     when = env.time
     if isinstance(payload, ev.PodCreated):
-        new = payload.pod.model_copy(deep=True)
+        new = _take(payload.pod, adopt)
         new.metadata.creation_timestamp = new.metadata.creation_timestamp or when
         new.metadata.generation = new.metadata.generation or 1
         if new.status is None:
@@ -129,7 +155,7 @@ def reduce_pod(pod: Pod | None, env: Envelope, position: Position) -> Pod | None
             by_name = {c.name: c for c in containers}
             for change in desired:
                 if change.name in by_name:
-                    by_name[change.name].resources = change.resources.model_copy(deep=True)
+                    by_name[change.name].resources = _take(change.resources, adopt)
                     if change.resize_policy is not None:
                         by_name[change.name].resize_policy = list(change.resize_policy)
         pod.metadata.generation = (pod.metadata.generation or 1) + 1
@@ -152,7 +178,7 @@ def reduce_pod(pod: Pod | None, env: Envelope, position: Position) -> Pod | None
         for actuals, init in ((payload.containers, False), (payload.init_containers, True)):
             for actual in actuals:
                 cs = _container_status(pod, actual.name, init=init)
-                cs.resources = actual.resources.model_copy(deep=True)
+                cs.resources = _take(actual.resources, adopt)
     elif isinstance(payload, ev.PodBound):
         pod.spec.node_name = payload.node_name
         _set_condition(status, "PodScheduled", "True", when)
@@ -191,10 +217,12 @@ def reduce_pod(pod: Pod | None, env: Envelope, position: Position) -> Pod | None
 # --- nodes ------------------------------------------------------------------------------------
 
 
-def reduce_node(node: Node | None, env: Envelope, position: Position) -> Node | None:
+def reduce_node(
+    node: Node | None, env: Envelope, position: Position, *, adopt: bool = False
+) -> Node | None:
     payload = env.payload
     if isinstance(payload, ev.NodeRegistered):
-        new = payload.node.model_copy(deep=True)
+        new = _take(payload.node, adopt)
         new.metadata.creation_timestamp = new.metadata.creation_timestamp or env.time
         if new.status is not None and new.status.initial_capacity is None:
             # KEP-3953: initialCapacity is fixed at registration, never moved by a resize.
@@ -208,7 +236,7 @@ def reduce_node(node: Node | None, env: Envelope, position: Position) -> Node | 
         node.status.allocatable = dict(payload.new_allocatable)
     elif isinstance(payload, ev.NodeConditionChanged) and node.status is not None:
         conditions = [c for c in node.status.conditions or [] if c.type != payload.condition.type]
-        conditions.append(payload.condition.model_copy(deep=True))
+        conditions.append(_take(payload.condition, adopt))
         node.status.conditions = conditions
     _stamp_rv(node, resource_version(position))
     return node
@@ -233,11 +261,11 @@ def policy_key(payload: ev.PolicyEvent) -> tuple[str, str, str]:
 
 
 def reduce_quota(
-    quota: ResourceQuota | None, env: Envelope, position: Position
+    quota: ResourceQuota | None, env: Envelope, position: Position, *, adopt: bool = False
 ) -> ResourceQuota | None:
     payload = env.payload
     if isinstance(payload, ev.ResourceQuotaCreated | ev.ResourceQuotaUpdated):
-        new = payload.quota.model_copy(deep=True)
+        new = _take(payload.quota, adopt)
         new.metadata.namespace = payload.namespace
         if quota is not None:
             new.metadata.uid = quota.metadata.uid or new.metadata.uid
@@ -261,11 +289,11 @@ def reduce_quota(
 
 
 def reduce_limit_range(
-    limit_range: LimitRange | None, env: Envelope, position: Position
+    limit_range: LimitRange | None, env: Envelope, position: Position, *, adopt: bool = False
 ) -> LimitRange | None:
     payload = env.payload
     if isinstance(payload, ev.LimitRangeCreated | ev.LimitRangeUpdated):
-        new = payload.limit_range.model_copy(deep=True)
+        new = _take(payload.limit_range, adopt)
         new.metadata.namespace = payload.namespace
         if limit_range is not None:
             new.metadata.creation_timestamp = limit_range.metadata.creation_timestamp
@@ -279,13 +307,15 @@ def reduce_limit_range(
 # --- k8s-events ---------------------------------------------------------------------------------
 
 
-def reduce_event(existing: Event | None, env: Envelope, position: Position) -> Event:
+def reduce_event(
+    existing: Event | None, env: Envelope, position: Position, *, adopt: bool = False
+) -> Event:
     """Events with the same name aggregate: count grows, lastTimestamp moves (like kubelet's
     event correlator)."""
     payload = env.payload
     if not isinstance(payload, ev.KubeEventRecorded):
         raise TypeError(f"not an Event: {type(payload).__name__}")
-    new = payload.event.model_copy(deep=True)
+    new = _take(payload.event, adopt)
     new.first_timestamp = new.first_timestamp or env.time
     new.last_timestamp = new.last_timestamp or env.time
     new.count = new.count or 1

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import gc
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import asyncpg
 from aiokafka import TopicPartition
@@ -13,11 +17,19 @@ from aiokafka.partitioner import DefaultPartitioner
 from inplace.core.bus.consumer import Batch, LogReader, Record
 from inplace.core.bus.producer import Position
 from inplace.core.projection.state import ClusterState
-from inplace.core.projection.store import ProjectionStore
+from inplace.core.projection.store import (
+    CHECKSUM_TABLES,
+    ProjectionStore,
+    combine_checksums,
+    dead_letter_rows,
+    history_rows,
+)
 from inplace.core.store.migrations import drop_schema, migrate
 from schemas.events import EVENT_TOPICS, PODS
 
-REBUILD_CHUNK = 20_000  # events folded in memory per write transaction
+# pod history rows per COPY: big enough to amortise a round trip, small enough that Postgres
+# starts working early and the rows held in memory stay few.
+COPY_ROWS = 5_000
 
 
 @dataclass
@@ -67,7 +79,11 @@ async def rebuild(
 ) -> RebuildReport:
     """Replay the log from offset 0 into `shadow_schema` up to exactly the live projection's
     offsets, and checksum both. With `replace`, swap the rebuilt schema in (under a lock on the
-    live offsets, catching up again if the live projector moved meanwhile)."""
+    live offsets, catching up again if the live projector moved meanwhile).
+
+    The shadow schema is ours alone, so none of the live projector's per-batch machinery is
+    needed: the whole log folds in memory, pod history streams out with COPY while the next
+    polls are decoded, and each object is written once per round (with COPY) at its end."""
     if shadow_schema == live_schema:
         raise ValueError("the rebuild schema must differ from the live projection's schema")
     report = RebuildReport()
@@ -75,14 +91,23 @@ async def rebuild(
     shadow = ProjectionStore(shadow_schema, consumer)
     started = time.perf_counter()
     conn = await asyncpg.connect(dsn)
+    pipe = _CopyPipeline(conn, shadow)
+    # Every poll's decoded envelopes survive long enough to be promoted, and each promotion
+    # triggered full collections walking the whole folded state: half the rebuild's CPU. The
+    # fold makes almost no reference cycles (a few hundred objects per 57k events), so the
+    # cyclic collector pauses for the rebuild; reference counting still frees the rest.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
         await drop_schema(conn, shadow_schema)
         await migrate(conn, shadow_schema)
         async with LogReader(bootstrap, role="rebuild") as reader:
             tps = await reader.partitions([topic_prefix + t for t in EVENT_TOPICS])
             done: dict[TopicPartition, int] = {}
-            # Folded in memory across polls: the shadow schema is ours alone.
-            state, chunk = ClusterState(), Batch()
+            next_offsets: dict[TopicPartition, int] = {}
+            # Each record's history row is built before it is folded, and nothing else reads
+            # it afterwards: the fold may keep its payload.
+            state, fresh = ClusterState(adopt_payloads=True), True
             for _ in range(max_rounds):
                 snapshot = await _live_snapshot(conn, live)
                 if snapshot is None:  # nothing projected yet: rebuild the whole log
@@ -91,17 +116,24 @@ async def rebuild(
                     stored, report.live_checksum = snapshot
                     target = {tp: stored.get(tp, 0) for tp in tps}
                 async for batch in reader.read(done, target):
+                    pipe.add(batch)
                     for record in batch.records:
                         state.apply(record)
-                    absorb(chunk, batch)
-                    if len(chunk.records) + len(chunk.malformed) >= REBUILD_CHUNK:
-                        report.events += await _flush(conn, shadow, state, chunk)
-                        chunk = Batch()
-                report.events += await _flush(conn, shadow, state, chunk)
-                chunk = Batch()
+                    next_offsets.update(batch.next_offsets)
+                    report.events += len(batch.records) + len(batch.malformed)
+                    if pipe.pending >= COPY_ROWS:
+                        await pipe.send()
+                    # A poll already fetched comes back without suspending: yield anyway, so
+                    # the loop flushes the COPY in flight to Postgres between polls.
+                    await asyncio.sleep(0)
+                await pipe.send()
+                await pipe.wait()
+                report.rebuilt_checksum = await _write_objects_and_checksum(
+                    dsn, conn, shadow, state, next_offsets, fresh=fresh
+                )
+                fresh = False
                 done = dict(target)
                 report.offsets = target
-                report.rebuilt_checksum = await shadow.checksum(conn)
                 if not replace or snapshot is None:
                     break
                 if await _swap(conn, live, shadow, target):
@@ -112,29 +144,93 @@ async def rebuild(
             await conn.execute(f"ALTER SCHEMA {shadow_schema} RENAME TO {live_schema}")
             report.replaced = True
     finally:
+        await pipe.close()
         await conn.close()
+        if gc_was_enabled:
+            gc.enable()
     report.seconds = time.perf_counter() - started
     return report
 
 
-async def _flush(
-    conn: asyncpg.Connection, shadow: ProjectionStore, state: ClusterState, chunk: Batch
-) -> int:
-    """One transaction for a chunk of folded polls; returns how many events it held."""
-    if not chunk:
-        return 0
-    async with conn.transaction():
-        await shadow.write_folded(conn, state, chunk)
-    return len(chunk.records) + len(chunk.malformed)
+# Complete once the last history COPY is done, before the round's objects are written.
+_LOG_TABLES = ("pod_history", "dead_letters")
 
 
-def absorb(chunk: Batch, batch: Batch) -> None:
-    """Append `batch` to `chunk` (offsets: where each partition continues; where it began)."""
-    chunk.records.extend(batch.records)
-    chunk.malformed.extend(batch.malformed)
-    chunk.next_offsets.update(batch.next_offsets)
-    for tp, first in batch.start_offsets.items():
-        chunk.start_offsets.setdefault(tp, first)
+async def _write_objects_and_checksum(
+    dsn: str,
+    conn: asyncpg.Connection,
+    shadow: ProjectionStore,
+    state: ClusterState,
+    next_offsets: dict[TopicPartition, int],
+    *,
+    fresh: bool,
+) -> str:
+    """Write the round's objects and offsets, and return the shadow schema's checksum. The
+    history checksum (the largest table) runs on a second connection meanwhile: two Postgres
+    backends on two cores, while this process mostly waits."""
+    side = await asyncpg.connect(dsn)
+    logged = asyncio.create_task(shadow.table_checksums(side, _LOG_TABLES))
+    try:
+        async with conn.transaction():
+            await shadow.copy_state(conn, state, fresh=fresh)
+            await shadow.save_offsets(conn, next_offsets)
+        others = [t for t in CHECKSUM_TABLES if t not in _LOG_TABLES]
+        sums = await shadow.table_checksums(conn, others)
+        sums.update(await logged)
+    finally:
+        if not logged.done():
+            logged.cancel()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await logged
+        await side.close()
+    return combine_checksums(sums)
+
+
+class _CopyPipeline:
+    """Pod history and dead letters, COPYed into the shadow schema with at most one COPY in
+    flight: Postgres parses and indexes one slice while this process decodes and folds the
+    next polls (on 2 cores, the two overlap instead of taking turns)."""
+
+    def __init__(self, conn: asyncpg.Connection, shadow: ProjectionStore) -> None:
+        self._conn = conn
+        self._shadow = shadow
+        self._history: list[tuple[Any, ...]] = []
+        self._dead: list[tuple[Any, ...]] = []
+        self._inflight: asyncio.Task[None] | None = None
+
+    @property
+    def pending(self) -> int:
+        return len(self._history) + len(self._dead)
+
+    def add(self, batch: Batch) -> None:
+        # Rows are built now, so the batch's records can go as soon as they are folded.
+        self._history.extend(history_rows(batch))
+        self._dead.extend(dead_letter_rows(batch))
+
+    async def send(self) -> None:
+        """Start copying what is pending (after the COPY in flight: one connection)."""
+        await self.wait()
+        if not self.pending:
+            return
+        history, dead, self._history, self._dead = self._history, self._dead, [], []
+        self._inflight = asyncio.create_task(self._copy(history, dead))
+
+    async def _copy(self, history: list[tuple[Any, ...]], dead: list[tuple[Any, ...]]) -> None:
+        await self._shadow.copy_history(self._conn, history)
+        await self._shadow.copy_dead_letters(self._conn, dead)
+
+    async def wait(self) -> None:
+        if self._inflight is not None:
+            task, self._inflight = self._inflight, None
+            await task
+
+    async def close(self) -> None:
+        """On the way out after an error: stop a COPY in flight before the connection closes."""
+        if self._inflight is not None:
+            self._inflight.cancel()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await self._inflight
+            self._inflight = None
 
 
 async def _swap(

@@ -31,30 +31,36 @@ class ClusterState:
     clone_sets: dict[NsName, CloneSet] = field(default_factory=dict)
     # Keys whose object changed (or vanished) since the last `take_touched`, per collection.
     touched: dict[str, set[Any]] = field(default_factory=dict)
+    # The caller never looks at an applied record again (the rebuild): reducers may keep the
+    # payload's objects instead of deep-copying them.
+    adopt_payloads: bool = False
 
     def apply(self, record: Record) -> None:
-        env, pos = record.envelope, record.position
+        env, pos, adopt = record.envelope, record.position, self.adopt_payloads
         payload = env.payload
         if isinstance(payload, ev.PodEvent):
             key = (payload.namespace, payload.name)
-            _put(self, "pods", key, reducers.reduce_pod(self.pods.get(key), env, pos))
+            _put(self, "pods", key, reducers.reduce_pod(self.pods.get(key), env, pos, adopt=adopt))
         elif isinstance(payload, ev.NodeEvent):
             name = payload.name
-            _put(self, "nodes", name, reducers.reduce_node(self.nodes.get(name), env, pos))
+            node = reducers.reduce_node(self.nodes.get(name), env, pos, adopt=adopt)
+            _put(self, "nodes", name, node)
         elif isinstance(payload, ev.PolicyEvent):
             kind, ns, name = reducers.policy_key(payload)
             if kind == "Namespace":
                 _put(self, "namespaces", name, _namespace(payload, env.time, pos))
             elif kind == "ResourceQuota":
-                quota = reducers.reduce_quota(self.quotas.get((ns, name)), env, pos)
+                quota = reducers.reduce_quota(self.quotas.get((ns, name)), env, pos, adopt=adopt)
                 _put(self, "quotas", (ns, name), quota)
             else:
-                lr = reducers.reduce_limit_range(self.limit_ranges.get((ns, name)), env, pos)
+                current = self.limit_ranges.get((ns, name))
+                lr = reducers.reduce_limit_range(current, env, pos, adopt=adopt)
                 _put(self, "limit_ranges", (ns, name), lr)
         elif isinstance(payload, ev.KubeEventRecorded):
             meta = payload.event.metadata
             key = (meta.namespace or "default", meta.name or "")
-            _put(self, "events", key, reducers.reduce_event(self.events.get(key), env, pos))
+            event = reducers.reduce_event(self.events.get(key), env, pos, adopt=adopt)
+            _put(self, "events", key, event)
         elif isinstance(payload, ev.CloneSetEvent):
             key = (payload.namespace, payload.name)
             _put(self, "clone_sets", key, reduce_clone_set(self.clone_sets.get(key), env, pos))
@@ -70,7 +76,10 @@ def _put(state: ClusterState, collection: str, key: Any, obj: Any) -> None:
         objects.pop(key, None)
     else:
         objects[key] = obj
-    state.touched.setdefault(collection, set()).add(key)
+    touched = state.touched.get(collection)
+    if touched is None:
+        state.touched[collection] = touched = set()
+    touched.add(key)
 
 
 def _namespace(payload: ev.PolicyEvent, when: Any, pos: Any) -> dict[str, Any] | None:

@@ -127,8 +127,7 @@ class ProjectionStore:
     ) -> None:
         """Write what `state` changed while folding `batch`, its history and its offsets.
 
-        The rebuild calls this directly: its shadow schema has no other writer, so it folds
-        many polls in memory (nothing read back per batch) and writes them as one chunk."""
+        (The rebuild writes its shadow schema with the bulk methods below instead.)"""
         await self._write(conn, state)
         await self._history(conn, batch)
         await self._dead_letters(conn, batch)
@@ -253,59 +252,87 @@ class ProjectionStore:
             )
 
     async def _history(self, conn: asyncpg.Connection, batch: Batch) -> None:
-        rows = [
-            (
-                r.position.topic,
-                r.position.partition,
-                r.position.offset,
-                p.namespace,
-                p.name,
-                r.envelope.id,
-                r.envelope.type,
-                r.envelope.time,
-                r.envelope.correlation_id,
-                r.envelope.causation_id,
-                r.envelope.producer,
-                p.model_dump_json(by_alias=True, exclude_none=True),
-            )
-            for r in batch.records
-            if isinstance(p := r.envelope.payload, ev.PodEvent)
-        ]
         # COPY, no upsert: a second application of the same position fails the transaction
         # (primary key) instead of silently duplicating history.
-        if rows:
-            await conn.copy_records_to_table(
-                "pod_history", schema_name=self.schema, columns=HISTORY_COLUMNS, records=rows
-            )
+        await self.copy_history(conn, history_rows(batch))
 
     async def _dead_letters(self, conn: asyncpg.Connection, batch: Batch) -> None:
         await conn.executemany(
             f'INSERT INTO {self.schema}.dead_letters (topic, partition, "offset", reason, raw)'
             " VALUES ($1,$2,$3,$4,$5)",
-            [
-                (m.position.topic, m.position.partition, m.position.offset, m.reason, m.raw.value)
-                for m in batch.malformed
-            ],
+            dead_letter_rows(batch),
         )
+
+    # --- bulk writing (the rebuild's shadow schema: no other writer, no claim) -------------
+
+    async def copy_history(self, conn: asyncpg.Connection, rows: list[tuple[Any, ...]]) -> None:
+        if rows:
+            await conn.copy_records_to_table(
+                "pod_history", schema_name=self.schema, columns=HISTORY_COLUMNS, records=rows
+            )
+
+    async def copy_dead_letters(
+        self, conn: asyncpg.Connection, rows: list[tuple[Any, ...]]
+    ) -> None:
+        if rows:
+            await conn.copy_records_to_table(
+                "dead_letters", schema_name=self.schema, columns=DEAD_LETTER_COLUMNS, records=rows
+            )
+
+    async def copy_state(
+        self, conn: asyncpg.Connection, state: ClusterState, *, fresh: bool = False
+    ) -> None:
+        """Write every object `state` touched since the last call, each once, with COPY.
+
+        For the rebuild, which folds the whole log in memory and writes each object once at
+        the end instead of once per chunk. `fresh`: the tables are known to be empty, so
+        there is nothing to delete first."""
+        s = self.schema
+        for table, keys, rows in _touched_rows(state, state.take_touched()):
+            if not keys:
+                continue
+            if not fresh:
+                await _delete_keys(conn, s, table, keys)
+            if rows:
+                await conn.copy_records_to_table(
+                    table, schema_name=s, columns=OBJECT_COLUMNS[table], records=rows
+                )
+
+    async def save_offsets(
+        self, conn: asyncpg.Connection, offsets: dict[TopicPartition, int]
+    ) -> None:
+        await self._save_offsets(conn, Batch(next_offsets=offsets))
 
     # --- reading ----------------------------------------------------------------------------
 
     async def checksum(self, conn: asyncpg.Connection) -> str:
         """sha256 over every projection table's rows in key order (jsonb text is canonical)."""
-        digest = hashlib.sha256()
-        for table, order in CHECKSUM_TABLES.items():
-            value = await conn.fetchval(
-                f"SELECT md5(coalesce(string_agg(t::text, E'\\n' ORDER BY {order}), '')) "
-                f"FROM {self.schema}.{table} t"
+        return combine_checksums(await self.table_checksums(conn, CHECKSUM_TABLES))
+
+    async def table_checksums(
+        self, conn: asyncpg.Connection, tables: Iterable[str]
+    ) -> dict[str, str]:
+        """Each table's part of `checksum` (the rebuild computes them on two connections)."""
+        sums: dict[str, str] = {}
+        for table in tables:
+            sums[table] = await conn.fetchval(
+                f"SELECT md5(coalesce(string_agg(t::text, E'\\n' ORDER BY "
+                f"{CHECKSUM_TABLES[table]}), '')) FROM {self.schema}.{table} t"
             )
-            digest.update(f"{table}:{value}\n".encode())
-        return digest.hexdigest()
+        return sums
 
     async def counts(self, conn: asyncpg.Connection) -> dict[str, int]:
         return {
             table: await conn.fetchval(f"SELECT count(*) FROM {self.schema}.{table}")
             for table in CHECKSUM_TABLES
         }
+
+
+def combine_checksums(sums: dict[str, str]) -> str:
+    digest = hashlib.sha256()
+    for table in CHECKSUM_TABLES:
+        digest.update(f"{table}:{sums[table]}\n".encode())
+    return digest.hexdigest()
 
 
 async def _delete_pairs(
@@ -389,6 +416,145 @@ def _event_row(key: tuple[str, str], event: Event) -> tuple[Any, ...]:
         int(event.metadata.resource_version or 0),
         _json(event.to_k8s()),
     )
+
+
+DEAD_LETTER_COLUMNS = ["topic", "partition", "offset", "reason", "raw"]
+
+# Columns of the object tables, in the order the row builders below produce them.
+OBJECT_COLUMNS: dict[str, list[str]] = {
+    "pods": [
+        "namespace",
+        "name",
+        "uid",
+        "node_name",
+        "phase",
+        "resize_status",
+        "qos_class",
+        "resource_version",
+        "object",
+    ],
+    "containers": [
+        "namespace",
+        "pod_name",
+        "name",
+        "init",
+        "sidecar",
+        "desired",
+        "allocated",
+        "actual",
+        "restart_count",
+    ],
+    "nodes": ["name", "capacity", "allocatable", "initial_capacity", "resource_version", "object"],
+    "namespaces": ["name", "resource_version", "object"],
+    "resource_quotas": ["namespace", "name", "resource_version", "object"],
+    "limit_ranges": ["namespace", "name", "resource_version", "object"],
+    "k8s_events": [
+        "namespace",
+        "name",
+        "involved_kind",
+        "involved_name",
+        "reason",
+        "type",
+        "count",
+        "resource_version",
+        "object",
+    ],
+}
+
+# Which columns a touched key of each table is, for deleting its old row.
+_KEY_COLUMNS: dict[str, str] = {
+    "pods": "namespace, name",
+    "containers": "namespace, pod_name",
+    "nodes": "name",
+    "namespaces": "name",
+    "resource_quotas": "namespace, name",
+    "limit_ranges": "namespace, name",
+    "k8s_events": "namespace, name",
+}
+
+
+def history_rows(batch: Batch) -> list[tuple[Any, ...]]:
+    """pod_history rows (HISTORY_COLUMNS) of the batch's pod events."""
+    return [
+        (
+            r.position.topic,
+            r.position.partition,
+            r.position.offset,
+            p.namespace,
+            p.name,
+            r.envelope.id,
+            r.envelope.type,
+            r.envelope.time,
+            r.envelope.correlation_id,
+            r.envelope.causation_id,
+            r.envelope.producer,
+            p.model_dump_json(by_alias=True, exclude_none=True),
+        )
+        for r in batch.records
+        if isinstance(p := r.envelope.payload, ev.PodEvent)
+    ]
+
+
+def dead_letter_rows(batch: Batch) -> list[tuple[Any, ...]]:
+    """dead_letters rows (DEAD_LETTER_COLUMNS) of the batch's malformed records."""
+    return [
+        (m.position.topic, m.position.partition, m.position.offset, m.reason, m.raw.value)
+        for m in batch.malformed
+    ]
+
+
+def _touched_rows(
+    state: ClusterState, touched: dict[str, set[Any]]
+) -> list[tuple[str, list[Any], list[tuple[Any, ...]]]]:
+    """(table, touched keys, rows of the touched objects that still exist) per table."""
+    pod_keys = sorted(touched.get("pods", ()))
+    live_pods = [state.pods[k] for k in pod_keys if k in state.pods]
+    node_keys = sorted(touched.get("nodes", ()))
+    ns_keys = sorted(touched.get("namespaces", ()))
+    quota_keys = sorted(touched.get("quotas", ()))
+    lr_keys = sorted(touched.get("limit_ranges", ()))
+    event_keys = sorted(touched.get("events", ()))
+    return [
+        ("containers", pod_keys, [row for p in live_pods for row in _container_rows(p)]),
+        ("pods", pod_keys, [_pod_row(p) for p in live_pods]),
+        ("nodes", node_keys, [_node_row(state.nodes[k]) for k in node_keys if k in state.nodes]),
+        (
+            "namespaces",
+            ns_keys,
+            [
+                (k, int(obj["metadata"]["resourceVersion"]), _json(obj))
+                for k in ns_keys
+                if (obj := state.namespaces.get(k)) is not None
+            ],
+        ),
+        (
+            "resource_quotas",
+            quota_keys,
+            [_policy_row(k, state.quotas[k]) for k in quota_keys if k in state.quotas],
+        ),
+        (
+            "limit_ranges",
+            lr_keys,
+            [_policy_row(k, state.limit_ranges[k]) for k in lr_keys if k in state.limit_ranges],
+        ),
+        (
+            "k8s_events",
+            event_keys,
+            [_event_row(k, state.events[k]) for k in event_keys if k in state.events],
+        ),
+    ]
+
+
+async def _delete_keys(conn: asyncpg.Connection, schema: str, table: str, keys: list[Any]) -> None:
+    columns = _KEY_COLUMNS[table]
+    if "," in columns:
+        await _delete_pairs(conn, f"{schema}.{table}", columns, keys)
+    else:
+        await conn.execute(f"DELETE FROM {schema}.{table} WHERE {columns} = ANY($1::text[])", keys)
+
+
+def _policy_row(key: tuple[str, str], obj: ResourceQuota | LimitRange) -> tuple[Any, ...]:
+    return (key[0], key[1], int(obj.metadata.resource_version or 0), _json(obj.to_k8s()))
 
 
 __all__ = ["CHECKSUM_TABLES", "ProjectionStore", "StaleBatch", "resource_version"]
