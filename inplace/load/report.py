@@ -79,6 +79,12 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         f"errors  {err['total']}  (retried requests {err['retries']})",
     ]
     lines += [f"  {n}x {kind}" for kind, n in list(err["kinds"].items())[:5]]
+    if report.get("cpu"):
+        per_role = "  ".join(
+            f"{role} {u['ms_per_resize']:.2f}" for role, u in report["cpu"].items()
+        )
+        total = sum(u["ms_per_resize"] for u in report["cpu"].values())
+        lines.append(f"cpu ms per settled resize  {total:.2f} in all:  {per_role}")
     return lines
 
 

@@ -19,8 +19,10 @@ from typing import Any
 
 from inplace.core.bus.producer import EventProducer
 from inplace.core.settings import Settings
+from inplace.load import cpu
 from inplace.load import report as rep
 from inplace.load.chaos import Chaos, Verdict, log_checks, projection_check
+from inplace.load.cpu import CpuSnapshot
 from inplace.load.driver import Chains, Driver, DriverStats, Mode, SetupError, setup
 from inplace.load.http import HttpClient, PooledClient
 from inplace.load.plan import LoadPlan, Mix, make_plan
@@ -86,6 +88,8 @@ class LoadRun:
         self.phases: dict[str, float] = {}
         self.projector_lag: list[tuple[float, int]] = []
         self.chaos: Chaos | None = None
+        self.cpu_start: CpuSnapshot | None = None
+        self.cpu_end: CpuSnapshot | None = None
 
     def _settled(self, cid: str, outcome: str) -> None:
         self.settled += 1
@@ -214,6 +218,7 @@ class LoadRun:
             uids=uids,
         )
         driver.stats = self.stats
+        self.cpu_start = self._cpu()
         chaos_task = asyncio.create_task(self.chaos.run()) if self.chaos else None
         try:
             await self._timed("inject", driver.run(time.monotonic() + c.duration))
@@ -223,6 +228,17 @@ class LoadRun:
                 await asyncio.gather(chaos_task, return_exceptions=True)
             if producer is not None:
                 await producer.stop()
+
+    def _cpu(self) -> CpuSnapshot:
+        settings = self.config.settings
+        return cpu.snapshot(settings.kafka_bootstrap, settings.topic_prefix, time.monotonic())
+
+    def _cpu_usage(self, outcomes: dict[str, int]) -> dict[str, dict[str, float]]:
+        """CPU per role from the first resize until the last one settled."""
+        if self.cpu_start is None or self.cpu_end is None:
+            return {}
+        settled = sum(outcomes.get(k, 0) for k in SETTLED)
+        return cpu.usage(self.cpu_start, self.cpu_end, settled)
 
     def _unsettled(self) -> int:
         return sum(
@@ -253,6 +269,7 @@ class LoadRun:
                 await asyncio.sleep(0.1)
 
         await self._timed("drain", drain())
+        self.cpu_end = self._cpu()
 
     async def _judge(self) -> Verdict:
         c = self.config
@@ -303,6 +320,7 @@ class LoadRun:
                 "finished": datetime.now(UTC).isoformat(),
             },
             "phases_s": self.phases,
+            "cpu": self._cpu_usage(outcomes),
             "counts": {
                 "planned": len(self.plan.resizes),
                 "sent": self.stats.sent,

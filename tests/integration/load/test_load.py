@@ -118,6 +118,9 @@ async def test_a_small_load_through_the_library_reports_counts_that_add_up(
     assert report["counts"]["planned"] == 200
     assert result.json_path.parent == (tmp_path / "reports").absolute()
     assert [c["name"] for c in report["verdict"]["checks"]][-1] == "projections equal a rebuild"
+    # CPU per role over the run: the roles of this cluster found by their command line and env.
+    assert {"apiserver", "kubelet", "projector", "load (this process)"} <= report["cpu"].keys()
+    assert report["cpu"]["kubelet"]["cpu_s"] > 0 and report["cpu"]["kubelet"]["ms_per_resize"] > 0
 
 
 async def test_the_cli_runs_a_small_log_mode_load_and_writes_its_report(
