@@ -144,7 +144,9 @@ def watch(
     queue = collection.subscribe()  # before the snapshot: nothing slips in between
     try:
         backlog = (
-            [WatchEvent("ADDED", 0, None, o) for o in current] if rv == 0 else collection.since(rv)
+            [WatchEvent.of("ADDED", 0, None, o) for o in current]
+            if rv == 0
+            else collection.since(rv)
         )
     except TooOld as exc:
         collection.unsubscribe(queue)
@@ -171,4 +173,4 @@ def watch(
 
 
 def _line(event: WatchEvent) -> bytes:
-    return json.dumps({"type": event.type, "object": event.object}).encode() + b"\n"
+    return b'{"type":"' + event.type.encode() + b'","object":' + event.raw + b"}\n"

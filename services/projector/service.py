@@ -17,6 +17,10 @@ from inplace.core.store.database import create_pool
 from inplace.core.store.migrations import migrate
 
 ROLE = "projector"
+# Nothing waits on Postgres to answer a user (the apiserver answers from its read model), so
+# the projector trades up to this much lag for fuller batches: one transaction per batch was
+# its main cost at low rates (5 ms of CPU per resize at 50 resizes/s, 0.9 ms at 300/s).
+LINGER_MS = 100
 log = logging.getLogger(__name__)
 
 
@@ -50,6 +54,7 @@ class Projector:
             group_id=f"{self.settings.topic_prefix}{ROLE}-{self.store.schema}",
             seek=self._positions,
             dead_letters=DeadLetters(producer, ROLE),
+            linger_ms=LINGER_MS,
         )
         await consumer.start()
         self.ready = True

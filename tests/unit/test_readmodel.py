@@ -32,6 +32,11 @@ def test_watchable_model_publishes_every_change_of_every_collection() -> None:
     assert {e.type for e in pods.window} >= {"ADDED", "MODIFIED"}
     last = pods.window[-1]
     assert last.object["metadata"]["resourceVersion"] == str(last.resource_version)
+    deleted = [e for e in pods.window if e.type == "DELETED"]
+    assert deleted and all(
+        e.object["metadata"]["resourceVersion"] == str(e.resource_version) for e in deleted
+    )
+    assert all(isinstance(e.raw, bytes) for e in pods.window)  # no dicts for the GC to walk
 
 
 def test_catching_up_folds_everything_but_the_window_starts_when_ready() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -141,8 +142,10 @@ class EventConsumer:
         seek: SeekFn | None = None,
         dead_letters: DeadLetters | None = None,
         max_records: int = 5000,
+        linger_ms: int = 0,
     ) -> None:
         self.role = role
+        self._linger = linger_ms / 1000
         self._topics = list(topics)
         self._seek = seek
         self._dead_letters = dead_letters
@@ -172,8 +175,24 @@ class EventConsumer:
         """Yield decoded batches forever (empty ones on idle); malformed records are parked."""
         while True:
             raw = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=self._max_records)
+            if raw and self._linger:
+                await self._gather(raw)
             batch = await decode_batch(raw, self.role, self._dead_letters)
             yield batch
+
+    async def _gather(self, raw: dict[TopicPartition, list[RawRecord]]) -> None:
+        """Add what arrives within the linger to `raw`: a role for which latency matters less
+        than cost per event (the projector: one transaction per batch) gets fuller batches."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._linger
+        count = sum(len(items) for items in raw.values())
+        while count < self._max_records and (left := deadline - loop.time()) > 0:
+            more = await self._consumer.getmany(
+                timeout_ms=max(1, int(left * 1000)), max_records=self._max_records - count
+            )
+            for tp, items in more.items():
+                raw.setdefault(tp, []).extend(items)  # polls continue each partition in order
+                count += len(items)
 
     def seek(self, positions: dict[TopicPartition, int]) -> None:
         for tp, offset in positions.items():
