@@ -205,6 +205,21 @@ def _few(traces: list[Trace]) -> str:
     return f"{len(traces)}: {names}{more}"
 
 
+def chaos_check(chaos: Chaos) -> Check:
+    """A chaos run that killed nothing proved nothing: say so instead of passing."""
+    if not chaos.kills:
+        return Check(
+            "chaos killed a role",
+            False,
+            f"no role was killed: the injection ended before the first kill (one every "
+            f"{chaos.interval:g}s); give it more --resizes, a --rate, or a shorter "
+            "--chaos-interval",
+        )
+    killed = Counter(k.role for k in chaos.kills)
+    each = ", ".join(f"{role} x{n}" for role, n in sorted(killed.items()))
+    return Check("chaos killed a role", True, f"{len(chaos.kills)} SIGKILLs: {each}")
+
+
 def log_checks(tracker: Tracker) -> list[Check]:
     """What the log says about every resize of the run."""
     traces = tracker.proposed()

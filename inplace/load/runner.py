@@ -21,7 +21,7 @@ from inplace.core.bus.producer import EventProducer
 from inplace.core.settings import Settings
 from inplace.load import cpu
 from inplace.load import report as rep
-from inplace.load.chaos import Chaos, Verdict, log_checks, projection_check
+from inplace.load.chaos import Chaos, Verdict, chaos_check, log_checks, projection_check
 from inplace.load.cpu import CpuSnapshot
 from inplace.load.driver import Chains, Driver, DriverStats, Mode, SetupError, setup
 from inplace.load.http import HttpClient, PooledClient
@@ -274,6 +274,8 @@ class LoadRun:
     async def _judge(self) -> Verdict:
         c = self.config
         verdict = Verdict(log_checks(self.tracker))
+        if self.chaos is not None:
+            verdict.checks.append(chaos_check(self.chaos))
         if c.chaos or c.verify:
             check = await self._timed(
                 "verify", projection_check(c.settings, self.id, c.drain_timeout)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from inplace.load.chaos import _role_of, log_checks
+from inplace.load.chaos import Chaos, Kill, _role_of, chaos_check, log_checks
 from inplace.load.report import stages_of, throughput
 from inplace.load.tracker import Tracker, percentile, signature, stage_stats
 from schemas import events as ev
@@ -232,3 +232,12 @@ def test_role_processes_are_recognised_by_their_command_line() -> None:
     )
     assert _role_of([python, "-m", "inplace.cli.main", "up", ""]) is None
     assert _role_of([python, "-m", "pytest", "serve"]) is None
+
+
+def test_a_chaos_run_without_a_kill_does_not_pass() -> None:
+    chaos = Chaos("127.0.0.1:9092", "", interval=5.0)
+    idle = chaos_check(chaos)
+    assert not idle.ok and "no role was killed" in idle.detail and "every 5s" in idle.detail
+    chaos.kills += [Kill(1.0, "kubelet", 10), Kill(2.0, "apiserver", 11), Kill(3.0, "kubelet", 12)]
+    done = chaos_check(chaos)
+    assert done.ok and done.detail == "3 SIGKILLs: apiserver x1, kubelet x2"
