@@ -1,0 +1,72 @@
+"""Cyclic-GC settings for long-lived roles, and their pauses as a metric and a log line.
+
+A role folds the whole cluster into memory; Python's full collection walks all of it while
+the event loop waits (about 1 s per 45,000 pods on an idle core; up to 7 s in the kubelet at
+50,000 pods, dozens of times while they were created). CPython's default thresholds
+(700, 10, 10) run young collections so often that short-lived objects get promoted and push
+the old generation into full collections. Folding 30,000 pods with resizes, measured here:
+
+    thresholds      gc time   full collections   longest pause
+    700, 10, 10     5.1 s     12                 1,097 ms
+    10000, 10, 100  0.8 s     0                  49 ms
+
+Nothing is leaked: reference cycles are still collected, only less often.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import time
+from typing import Any
+
+from prometheus_client import Histogram
+
+log = logging.getLogger(__name__)
+
+GC_PAUSE_SECONDS = Histogram(
+    "inplace_gc_pause_seconds",
+    "Time the process stood still in one cyclic garbage collection",
+    ["generation"],
+    buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+
+
+THRESHOLDS = (10_000, 10, 100)
+
+
+def tune() -> None:
+    """Thresholds for a process that keeps a large, long-lived heap (see the module doc)."""
+    gc.set_threshold(*THRESHOLDS)
+
+
+class GcPauses:
+    """A `gc.callbacks` entry timing each collection; pauses from `slow` seconds are logged."""
+
+    def __init__(self, slow: float = 0.1) -> None:
+        self.slow = slow
+        self._started: float | None = None
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        if self._started is None:
+            return
+        took, self._started = time.perf_counter() - self._started, None
+        generation = info.get("generation", -1)
+        GC_PAUSE_SECONDS.labels(str(generation)).observe(took)
+        if took >= self.slow:
+            log.warning(
+                "garbage collection (generation %s) paused the process for %.0f ms",
+                generation,
+                took * 1000,
+            )
+
+    def install(self) -> None:
+        if not any(isinstance(cb, GcPauses) for cb in gc.callbacks):
+            gc.callbacks.append(self)
+
+    def uninstall(self) -> None:
+        if self in gc.callbacks:
+            gc.callbacks.remove(self)
