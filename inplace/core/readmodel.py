@@ -243,19 +243,17 @@ class ReadModel:
             listener(record)
 
     def _apply_record(self, record: Record) -> None:
-        if not self.watchable:
+        if not self.watchable or not self.ready.is_set():
             self.state.apply(record)
             self.state.touched.clear()
+            if self.watchable:
+                # Catching up after a start: like kube-apiserver's watch cache, the window
+                # begins at the state we start serving (older resourceVersions get 410 Gone and
+                # clients relist). Snapshotting every historic change made restarts take minutes.
+                collection, _ = locate(record)
+                self.collections[collection].skip(resource_version(record.position))
             return
         collection, key = locate(record)
-        if not self.ready.is_set():
-            # Catching up after a start: like kube-apiserver's watch cache, the window begins
-            # at the state we start serving (older resourceVersions get 410 Gone and clients
-            # relist). Snapshotting every historic change first made a restart take minutes.
-            self.state.apply(record)
-            self.state.touched.clear()
-            self.collections[collection].skip(resource_version(record.position))
-            return
         objects = self.objects(collection)
         before = objects.get(key)
         self.state.apply(record)

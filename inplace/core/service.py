@@ -24,7 +24,6 @@ from starlette.routing import BaseRoute, Route
 from inplace.core.bus.consumer import DeadLetters, EventConsumer, Record
 from inplace.core.bus.producer import EventProducer
 from inplace.core.observability import gcpauses
-from inplace.core.observability.gcpauses import GcPauses
 from inplace.core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -94,7 +93,7 @@ class RoleServer:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         gcpauses.tune()
-        GcPauses().install()
+        gcpauses.GcPauses().install()
         # Bound here, before any loop starts: a taken port is a one-line error and exit 1
         # (uvicorn would sys.exit from inside its task, with a traceback).
         listener = self._listen()

@@ -186,70 +186,7 @@ class ProjectionStore:
         return [((r["namespace"], r["name"]), json.loads(r["object"])) for r in rows]
 
     async def _write(self, conn: asyncpg.Connection, state: ClusterState) -> None:
-        s = self.schema
-        touched = state.take_touched()
-        pod_keys = touched.get("pods", set())
-        if pod_keys:
-            await _delete_pairs(conn, f"{s}.containers", "namespace, pod_name", pod_keys)
-            await _delete_pairs(conn, f"{s}.pods", "namespace, name", pod_keys)
-            live = [state.pods[k] for k in sorted(pod_keys) if k in state.pods]
-            await conn.executemany(
-                f"INSERT INTO {s}.pods (namespace, name, uid, node_name, phase, resize_status,"
-                " qos_class, resource_version, object) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)",
-                [_pod_row(p) for p in live],
-            )
-            await conn.executemany(
-                f"INSERT INTO {s}.containers (namespace, pod_name, name, init, sidecar, desired,"
-                " allocated, actual, restart_count) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)",
-                [row for p in live for row in _container_rows(p)],
-            )
-        node_keys = touched.get("nodes", set())
-        if node_keys:
-            await conn.execute(
-                f"DELETE FROM {s}.nodes WHERE name = ANY($1::text[])", list(node_keys)
-            )
-            await conn.executemany(
-                f"INSERT INTO {s}.nodes (name, capacity, allocatable, initial_capacity,"
-                " resource_version, object) VALUES ($1,$2,$3,$4,$5,$6)",
-                [_node_row(state.nodes[k]) for k in sorted(node_keys) if k in state.nodes],
-            )
-        ns_keys = touched.get("namespaces", set())
-        if ns_keys:
-            await conn.execute(
-                f"DELETE FROM {s}.namespaces WHERE name = ANY($1::text[])", list(ns_keys)
-            )
-            await conn.executemany(
-                f"INSERT INTO {s}.namespaces (name, resource_version, object) VALUES ($1,$2,$3)",
-                [
-                    (k, int(obj["metadata"]["resourceVersion"]), _json(obj))
-                    for k in sorted(ns_keys)
-                    if (obj := state.namespaces.get(k)) is not None
-                ],
-            )
-        for collection, table in (("quotas", "resource_quotas"), ("limit_ranges", "limit_ranges")):
-            keys = touched.get(collection, set())
-            if not keys:
-                continue
-            objects = getattr(state, collection)
-            await _delete_pairs(conn, f"{s}.{table}", "namespace, name", keys)
-            await conn.executemany(
-                f"INSERT INTO {s}.{table} (namespace, name, resource_version, object)"
-                " VALUES ($1,$2,$3,$4)",
-                [
-                    (k[0], k[1], int(o.metadata.resource_version), _json(o.to_k8s()))
-                    for k in sorted(keys)
-                    if (o := objects.get(k)) is not None
-                ],
-            )
-        event_keys = touched.get("events", set())
-        if event_keys:
-            await _delete_pairs(conn, f"{s}.k8s_events", "namespace, name", event_keys)
-            await conn.executemany(
-                f"INSERT INTO {s}.k8s_events (namespace, name, involved_kind, involved_name,"
-                " reason, type, count, resource_version, object)"
-                " VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)",
-                [_event_row(k, state.events[k]) for k in sorted(event_keys) if k in state.events],
-            )
+        await self.copy_state(conn, state)
 
     async def _history(self, conn: asyncpg.Connection, batch: Batch) -> None:
         # COPY, no upsert: a second application of the same position fails the transaction
@@ -263,7 +200,7 @@ class ProjectionStore:
             dead_letter_rows(batch),
         )
 
-    # --- bulk writing (the rebuild's shadow schema: no other writer, no claim) -------------
+    # --- writing rows ---------------------------------------------------------------------
 
     async def copy_history(self, conn: asyncpg.Connection, rows: list[tuple[Any, ...]]) -> None:
         if rows:
@@ -282,11 +219,12 @@ class ProjectionStore:
     async def copy_state(
         self, conn: asyncpg.Connection, state: ClusterState, *, fresh: bool = False
     ) -> None:
-        """Write every object `state` touched since the last call, each once, with COPY.
+        """Write every object `state` touched since the last call, each once: its old row is
+        deleted, its new one (if it still exists) COPYed in.
 
-        For the rebuild, which folds the whole log in memory and writes each object once at
-        the end instead of once per chunk. `fresh`: the tables are known to be empty, so
-        there is nothing to delete first."""
+        The live projector calls this per batch (inside the batch's transaction); the rebuild
+        once per round, with `fresh` on its first: the tables are known to be empty, so there
+        is nothing to delete first."""
         s = self.schema
         for table, keys, rows in _touched_rows(state, state.take_touched()):
             if not keys:
