@@ -2,8 +2,13 @@
 
 Kubernetes serializes its Go structs with camelCase JSON names (`nodeName`, `restartCount`), a few
 of which are not the plain camelCase of a Python name (`podIP`, `containerID`, `continue`); those
-fields carry an explicit alias. A strict kube-apiserver rejects unknown fields and values of the
-wrong JSON type (`"1"` for an int32, `"true"` for a bool), so the models do too.
+fields carry an explicit alias. Values of the wrong JSON type (`"1"` for an int32, `"true"` for a
+bool) are refused, as Go's decoder refuses them.
+
+A model types only the fields some role interprets; every other field of the Kubernetes object
+is kept as plain JSON (pydantic's extras) and returned as sent, so a manifest's probes, volumes
+or env come back round-trip. The apiserver checks those against Kubernetes' own schema
+(`schemas.kubeschema`) before decoding: extras are validated JSON, not a free-for-all.
 """
 
 from __future__ import annotations
@@ -24,12 +29,12 @@ __all__ = ["K8sModel", "MicroTime", "Time", "format_micro_time", "format_time"]
 
 
 class K8sModel(BaseModel):
-    """Base for the k8s.io/api object models: camelCase JSON names, unknown fields rejected."""
+    """Base for the k8s.io/api object models: camelCase JSON names, untyped fields kept as JSON."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
-        extra="forbid",
+        extra="allow",
         # Go's encoding/json never coerces "1" into an int or "true" into a bool; neither do we.
         strict=True,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from schemas.base import K8sModel, Time
 from schemas.k8s import ObjectMeta, PodSpec
@@ -23,6 +23,13 @@ LIFECYCLE_STATE_LABEL = "lifecycle.apps.inplace.dev/state"
 LifecycleState = Literal["PreparingUpdate", "Updating", "Updated", "Normal"]
 
 
+class _Closed(K8sModel):
+    """This group's own fields: unknown ones are refused (our CRD schema is the model), while
+    the pod template inside keeps every Kubernetes field like a Pod does."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class LabelSelector(K8sModel):
     match_labels: dict[str, str] | None = None
 
@@ -32,19 +39,19 @@ class PodTemplateSpec(K8sModel):
     spec: PodSpec = Field(default_factory=PodSpec)
 
 
-class LifecycleHook(K8sModel):
+class LifecycleHook(_Closed):
     """A pod waits in the hook's state until it carries `annotation: "true"`
     (set by whoever owns the hook), like OpenKruise's labelsHandler."""
 
     annotation: str = Field(min_length=1)
 
 
-class Lifecycle(K8sModel):
+class Lifecycle(_Closed):
     pre_resize: LifecycleHook | None = None
     post_resize: LifecycleHook | None = None
 
 
-class CloneSetUpdateStrategy(K8sModel):
+class CloneSetUpdateStrategy(_Closed):
     # int, or a percentage of replicas ("30%", rounded up, at least 1).
     max_concurrent_resizes: int | str = 1
     # Pods kept at the old revision (counted from the end of the update order).
@@ -55,7 +62,7 @@ class CloneSetUpdateStrategy(K8sModel):
     deferred_timeout_seconds: int = 60
 
 
-class CloneSetSpec(K8sModel):
+class CloneSetSpec(_Closed):
     replicas: int = 1
     selector: LabelSelector = Field(default_factory=LabelSelector)
     template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
@@ -63,7 +70,7 @@ class CloneSetSpec(K8sModel):
     lifecycle: Lifecycle | None = None
 
 
-class CloneSetCondition(K8sModel):
+class CloneSetCondition(_Closed):
     type: str
     status: Literal["True", "False", "Unknown"]
     reason: str | None = None
@@ -71,7 +78,7 @@ class CloneSetCondition(K8sModel):
     last_transition_time: Time | None = None
 
 
-class CloneSetStatus(K8sModel):
+class CloneSetStatus(_Closed):
     observed_generation: int | None = None
     replicas: int = 0
     ready_replicas: int = 0
@@ -84,7 +91,7 @@ class CloneSetStatus(K8sModel):
     conditions: list[CloneSetCondition] | None = None
 
 
-class CloneSet(K8sModel):
+class CloneSet(_Closed):
     api_version: Literal["apps.inplace.dev/v1alpha1"] = API_VERSION
     kind: Literal["CloneSet"] = KIND
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)

@@ -7,11 +7,13 @@ from collections.abc import Awaitable, Callable
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from services.apiserver import discovery, errors
+from services.apiserver.http import WarningHeaders
 from services.apiserver.objects import KINDS, ObjectHandlers
 from services.apiserver.pods import PodHandlers
 from services.apiserver.workloads import CloneSetHandlers, workload_routes
@@ -109,6 +111,7 @@ def build_app(
         routes += workload_routes(clonesets)
     return Starlette(
         routes=routes,
+        middleware=[Middleware(WarningHeaders)],
         exception_handlers={
             errors.ApiError: _api_error,
             HTTPException: _http_error,

@@ -12,7 +12,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from inplace.core.readmodel import Collection, TooOld, WatchEvent
-from services.apiserver import errors
+from schemas.kubeschema import gvk_definition
+from services.apiserver import errors, fieldvalidation
 from services.apiserver.selectors import field_matcher, label_matcher
 
 MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's default request size limit
@@ -66,6 +67,64 @@ def decode(model: type[M], data: Any, kind: str) -> M:
         raise errors.bad_request(
             f'{kind} in version "v1" cannot be handled as a {kind}: {detail}'
         ) from None
+
+
+def decode_checked(
+    request: Request,
+    model: type[M],
+    data: Any,
+    kind: str,
+    name: str = "",
+    default: Callable[[dict[str, Any]], None] | None = None,
+) -> M:
+    """Decode a core/v1 object after checking it against Kubernetes' schema for `kind`:
+    every Kubernetes field is kept, unknown ones handled as the request's `fieldValidation`
+    says (Warn, the default, drops them with a `Warning` header; Strict refuses them).
+    `default` fills in kube-apiserver's defaults of the untyped fields on the checked JSON."""
+    definition = gvk_definition("", "v1", kind)
+    if definition is not None:
+        how = fieldvalidation.directive(request.query_params.get("fieldValidation"))
+        checked = fieldvalidation.check(definition, kind, name, data, how)
+        warn(request, checked.warnings)
+        data = checked.data
+    if default is not None and isinstance(data, dict):
+        default(data)
+    return decode(model, data, kind)
+
+
+def warn(request: Request, texts: list[str]) -> None:
+    """Queue `Warning` headers for this request's response (see `WarningHeaders`)."""
+    if texts:
+        request.state.warnings = [*getattr(request.state, "warnings", []), *texts]
+
+
+class WarningHeaders:
+    """ASGI middleware: adds the warnings a handler queued as `Warning: 299 - "…"` headers, the
+    form kube-apiserver uses and kubectl and client-go print."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_warnings(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                state = scope.get("state") or {}
+                texts = state.get("warnings") or []
+                if texts:
+                    extra = [(b"warning", _warning_value(t)) for t in texts]
+                    message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_warnings)
+
+
+def _warning_value(text: str) -> bytes:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'299 - "{escaped}"'.encode("utf-8", "replace")
 
 
 def check_kind(data: Any, kind: str) -> None:

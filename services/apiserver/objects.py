@@ -19,7 +19,14 @@ from schemas.envelope import EventPayload
 from schemas.k8s import Event, LimitRange, Node, ObjectMeta, ResourceQuota
 from services.apiserver import errors
 from services.apiserver.fielderrors import FieldError, invalid_status
-from services.apiserver.http import check_kind, decode, list_or_watch, ok, parse_json, read_body
+from services.apiserver.http import (
+    check_kind,
+    decode_checked,
+    list_or_watch,
+    ok,
+    parse_json,
+    read_body,
+)
 from services.apiserver.writer import Writer
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -142,7 +149,7 @@ class ObjectHandlers:
         namespace = request.path_params.get("namespace")
         data = parse_json(await read_body(request))
         check_kind(data, kind.kind)
-        obj = decode(kind.model, data, kind.kind)
+        obj = decode_checked(request, kind.model, data, kind.kind)
         meta: ObjectMeta = obj.metadata  # type: ignore[attr-defined]
         if kind.namespaced:
             if meta.namespace not in (None, namespace):
@@ -173,7 +180,7 @@ class ObjectHandlers:
         namespace, name = request.path_params.get("namespace"), request.path_params["name"]
         data = parse_json(await read_body(request))
         check_kind(data, kind.kind)
-        obj = decode(kind.model, data, kind.kind)
+        obj = decode_checked(request, kind.model, data, kind.kind, name)
         meta: ObjectMeta = obj.metadata  # type: ignore[attr-defined]
         async with self.writer.lock((kind.collection, self._key(kind, namespace, name))):
             current = self._get(kind, namespace, name)

@@ -14,12 +14,20 @@ from schemas.k8s import Pod
 from schemas.resources import is_sidecar, qos_class
 from services.apiserver import errors
 from services.apiserver.admission import AdmissionClient
+from services.apiserver.defaulting import default_pod_json
 from services.apiserver.fielderrors import invalid_status
-from services.apiserver.http import check_kind, decode, list_or_watch, ok, parse_json, read_body
+from services.apiserver.http import (
+    check_kind,
+    decode,
+    decode_checked,
+    list_or_watch,
+    ok,
+    parse_json,
+    read_body,
+)
 from services.apiserver.patching import PatchError, apply_patch
 from services.apiserver.validation import (
     default_pod,
-    resize_changes_other_fields,
     resize_view,
     validate_pod_create,
     validate_pod_resize,
@@ -67,7 +75,7 @@ class PodHandlers:
         namespace = request.path_params["namespace"]
         data = parse_json(await read_body(request))
         check_kind(data, KIND)
-        pod = decode(Pod, data, KIND)
+        pod = decode_checked(request, Pod, data, KIND, _name_in(data), default_pod_json)
         if pod.metadata.namespace not in (None, namespace):
             raise errors.bad_request(
                 "the namespace of the provided object does not match "
@@ -164,10 +172,11 @@ class PodHandlers:
         body = await read_body(request)
         async with self.writer.lock(("pods", namespace, name)):
             old = self._pod(namespace, name)
-            patched = self._incoming(request, old, body)
-            problems = resize_changes_other_fields(old, patched)
+            # Only resources and resizePolicy are taken from the body (resize_view), so the
+            # rest is neither schema-checked nor kept: the hot path decodes what it uses.
+            patched = self._incoming(request, old, body, check_schema=False)
             desired = resize_view(old, patched)
-            problems += validate_pod_resize(old, desired)
+            problems = validate_pod_resize(old, desired)
             if problems:
                 raise errors.ApiError(invalid_status(KIND, name, problems))
             if _resources_of(desired) == _resources_of(old):
@@ -176,7 +185,9 @@ class PodHandlers:
             await self.writer.commit(_proposal(desired), self._correlation(request))
         return self._current(namespace, name)
 
-    def _incoming(self, request: Request, old: Pod, body: bytes) -> Pod:
+    def _incoming(
+        self, request: Request, old: Pod, body: bytes, *, check_schema: bool = True
+    ) -> Pod:
         """The object the client wants: PUT's body, or the patch applied to the current pod;
         a stale metadata.resourceVersion is a 409 Conflict."""
         if request.method == "PUT":
@@ -188,8 +199,12 @@ class PodHandlers:
                 data = apply_patch(old.to_k8s(), body, content_type)
             except PatchError as exc:
                 raise errors.ApiError(exc.status()) from None
-        new = decode(Pod, data, KIND)
         name = old.metadata.name or ""
+        new = (
+            decode_checked(request, Pod, data, KIND, name, default_pod_json)
+            if check_schema
+            else decode(Pod, data, KIND)
+        )
         if new.metadata.name not in (None, name) or new.metadata.namespace not in (
             None,
             old.metadata.namespace,
@@ -203,6 +218,12 @@ class PodHandlers:
         if request.method == "PUT" and not rv:
             raise errors.ApiError(invalid_status(KIND, name, _rv_required()))
         return new
+
+
+def _name_in(data: Any) -> str:
+    meta = data.get("metadata") if isinstance(data, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) else ""
 
 
 def _rv_required() -> list[Any]:

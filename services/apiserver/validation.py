@@ -9,15 +9,14 @@ registry strategies) at v1.34, where in-place resize (KEP-1287) is beta and on b
 - `validate_pod_create`: ValidatePodCreate (the parts our Pod model can express).
 - `validate_pod_update`: ValidatePodUpdate; resources are immutable here, as in Kubernetes.
 - `validate_pod_resize`: ValidatePodResize, for the `/resize` subresource.
-- `resize_view` / `resize_changes_other_fields`: the resize strategy's PrepareForUpdate, and
-  the fields it would silently drop, which this project reports as 422 errors instead.
+- `resize_view`: the resize strategy's PrepareForUpdate (only resources and resizePolicy are
+  taken from the request; every other change is dropped, as kube-apiserver drops it).
 
 The apiserver's resize flow is::
 
     patched = Pod.from_k8s(apply_patch(old.to_k8s(), body, content_type))  # or the PUT body
-    errors = resize_changes_other_fields(old, patched)
     desired = resize_view(old, patched)
-    errors += validate_pod_resize(old, desired)
+    errors = validate_pod_resize(old, desired)
 
 Deliberate differences from Kubernetes, each noted where it happens:
 
@@ -75,10 +74,8 @@ from services.apiserver.fielderrors import (
 
 __all__ = [
     "MIRROR_POD_ANNOTATION",
-    "RESIZE_ONLY_MESSAGE",
     "UPDATABLE_POD_SPEC_FIELDS",
     "default_pod",
-    "resize_changes_other_fields",
     "resize_view",
     "validate_pod_create",
     "validate_pod_resize",
@@ -97,12 +94,6 @@ UPDATABLE_POD_SPEC_FIELDS = (
     "`spec.activeDeadlineSeconds`",
     "`spec.tolerations` (only additions to existing tolerations)",
     "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
-)
-
-RESIZE_ONLY_MESSAGE = (
-    "may not be changed through the resize subresource, which only changes "
-    "`spec.containers[*].resources`, `spec.initContainers[*].resources` (sidecars) and their "
-    "`resizePolicy`"
 )
 
 _CPU_MEMORY = (RESOURCE_CPU, RESOURCE_MEMORY)
@@ -1120,80 +1111,33 @@ def validate_pod_resize(old: Pod, new: Pod) -> list[FieldError]:
 
 
 def resize_view(old: Pod, patched: Pod) -> Pod:
-    """The pod a resize leaves behind (ResizeStrategy.PrepareForUpdate): a copy of `old` with
-    `resources` and `resizePolicy` of each container and init container taken from `patched`.
+    """The pod a resize leaves behind, as kube-apiserver's resize strategy builds it
+    (`dropNonResizeUpdates`): a copy of `old` where each container and init container takes
+    `resources` and `resizePolicy` from the container of the same name in `patched`.
 
-    The resources are defaulted as kube-apiserver defaults a decoded object (a limit without a
-    request defaults it; quantities rounded up to milli units).
-    Containers pair up by position and must keep their names; when the lists differ in length
-    or a name changed, `old`'s container is kept (`resize_changes_other_fields` reports it).
-    Init containers are all carried over, like Kubernetes does, so that `validate_pod_resize`
-    can refuse a change to a non-sidecar one with Kubernetes' message.
+    Every other change in the request is dropped, not refused: a merge patch that carries
+    only a container's name and resources, a PUT of a stale copy, added or renamed containers
+    all leave the rest of the pod as stored. Containers pair up by name, so a reordered list
+    cannot move resources between containers. Init containers are all carried over, like
+    Kubernetes does, so that `validate_pod_resize` refuses a change to a non-sidecar one with
+    Kubernetes' message. The resources are defaulted as kube-apiserver defaults a decoded
+    object (a limit without a request defaults it; quantities rounded up to milli units).
     """
     result = old.model_copy(deep=True)
     for mine, theirs in (
         (result.spec.containers, patched.spec.containers),
         (result.spec.init_containers or [], patched.spec.init_containers or []),
     ):
-        if len(mine) != len(theirs):
-            continue
-        for container, incoming in zip(mine, theirs, strict=True):
-            if container.name == incoming.name:
-                container.resources = incoming.resources.model_copy(deep=True)
-                _default_requirements(container.resources)
-                container.resize_policy = (
-                    None
-                    if incoming.resize_policy is None
-                    else [p.model_copy() for p in incoming.resize_policy]
-                )
-    return result
-
-
-# Metadata the server fills in when a request leaves it out (the name and namespace from the
-# URL, the rest from the stored object): absent from a PUT body is not a change.
-_FILLED_IN_METADATA = frozenset(
-    {
-        "name",
-        "namespace",
-        "uid",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "selfLink",
-    }
-)
-_ALWAYS_IGNORED = frozenset(
-    {"metadata.resourceVersion", "metadata.generation", "metadata.managedFields"}
-)
-
-
-def resize_changes_other_fields(old: Pod, patched: Pod) -> list[FieldError]:
-    """FieldValueForbidden for each field, other than resources and resizePolicy, that a
-    request to `/resize` tried to change (Kubernetes drops those changes silently; this
-    project refuses them with a 422).
-
-    Not counted as changes: `metadata.resourceVersion` and `generation` (concurrency, the
-    caller's business), metadata the body leaves out that the server fills in (name,
-    namespace, uid, timestamps), spec fields defaulting fills in, and a status the body leaves
-    out entirely. Adding, removing, reordering or renaming containers
-    is reported on the container list or the name.
-    """
-    decoded = patched.model_copy()
-    decoded.spec = default_pod(patched).spec  # a PUT body is defaulted when decoded
-    new_json = decoded.to_k8s()
-    new_meta = new_json.get("metadata", {})
-    status_sent = bool(new_json.get("status"))
-
-    def skip(path: str, a: Any, b: Any) -> bool:
-        if path in _ALWAYS_IGNORED or (path == "status" and not status_sent):
-            return True
-        if path.startswith("metadata.") and path[len("metadata.") :] in _FILLED_IN_METADATA:
-            return path[len("metadata.") :] not in new_meta
-        return bool(
-            re.fullmatch(
-                r"spec\.(initContainers|containers)\[\d+\]\.(resources|resizePolicy)", path
+        incoming_by_name = {c.name: c for c in theirs}
+        for container in mine:
+            incoming = incoming_by_name.get(container.name)
+            if incoming is None:
+                continue
+            container.resources = incoming.resources.model_copy(deep=True)
+            _default_requirements(container.resources)
+            container.resize_policy = (
+                None
+                if incoming.resize_policy is None
+                else [p.model_copy() for p in incoming.resize_policy]
             )
-        )
-
-    changes = _diff(old.to_k8s(), new_json, "", skip)
-    return [forbidden(path, RESIZE_ONLY_MESSAGE) for path, _, _ in changes]
+    return result

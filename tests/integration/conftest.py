@@ -231,3 +231,24 @@ async def until(
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"{what}: still {value!r}")
         await asyncio.sleep(0.05)
+
+
+async def kubectl(
+    apiserver: RoleProcess, *args: str, stdin: str | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """The real `kubectl` binary against `apiserver`, as a user runs it (no kubeconfig: the
+    server's URL; a cache directory of its own, so no discovery from another run is reused)."""
+    cache = apiserver.log.parent / "kubectl-cache"
+    command = ["kubectl", "--server", apiserver.url, "--cache-dir", str(cache), *args]
+    done = await call(
+        subprocess.run,
+        command,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "KUBECONFIG": "/dev/null"},
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"{' '.join(command)} failed: {done.stderr or done.stdout}")
+    return done

@@ -342,12 +342,6 @@ VALIDATION = [
         },
         "initContainers",
     ),
-    (
-        "other fields are not changed through resize",
-        {},
-        {"spec": {"containers": [{"name": "c1", "image": "nginx:1.28"}]}},
-        "image",
-    ),
 ]
 
 
@@ -366,6 +360,21 @@ async def test_resize_validation_is_422(
     assert body["reason"] == "Invalid" and body["kind"] == "Status"
     assert message in body["message"], body["message"]
     assert (await call(v1.read_namespaced_pod, "v", "default")).status.resize is None
+
+
+async def test_resize_drops_changes_to_other_fields(apiserver: RoleProcess) -> None:
+    """As kube-apiserver's resize strategy: only resources and resizePolicy are taken from the
+    body; an image or label in it is ignored, not refused, and nothing is proposed."""
+    v1 = core(apiserver)
+    await call(v1.create_namespaced_pod, "default", pod_body("v"))
+    patch = {
+        "metadata": {"labels": {"sneaky": "yes"}},
+        "spec": {"containers": [{"name": "c1", "image": "nginx:1.28"}]},
+    }
+    answered = await call(v1.patch_namespaced_pod_resize, "v", "default", patch)
+    assert answered.spec.containers[0].image == "nginx:1.27"
+    assert answered.metadata.labels == {"app": "web"}
+    assert answered.status.resize is None
 
 
 async def test_running_pod_without_status_resources_is_refused(

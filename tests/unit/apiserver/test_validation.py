@@ -27,9 +27,7 @@ from services.apiserver.fielderrors import (
 )
 from services.apiserver.patching import strategic_merge
 from services.apiserver.validation import (
-    RESIZE_ONLY_MESSAGE,
     default_pod,
-    resize_changes_other_fields,
     resize_view,
     validate_pod_create,
     validate_pod_resize,
@@ -1279,52 +1277,44 @@ STORED = make(
     metadata={"resourceVersion": "7", "generation": 1, "creationTimestamp": "2024-01-01T00:00:00Z"},
 ).to_k8s()
 
-OTHER_FIELD_CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
-    ("nothing", lambda d: None, []),
+# Changes a resize request may carry besides resources: kube-apiserver's resize strategy
+# drops them all (dropNonResizeUpdates), so the pod left behind equals the stored one.
+DROPPED_CASES: list[tuple[str, Callable[[dict[str, Any]], None]]] = [
+    ("nothing", lambda d: None),
+    ("image", _set("spec.containers.0.image", "nginx:1.28")),
+    ("label added", _set("metadata.labels", {"app": "x"})),
+    ("nodeName", _set("spec.nodeName", "n2")),
+    ("container added", lambda d: d["spec"]["containers"].append(ctr("c2", cpu="1"))),
+    ("container renamed", _set("spec.containers.0.name", "c9")),
+    ("status sent and changed", _set("status.resize", "Infeasible")),
+    ("status left out", lambda d: d.pop("status")),
+    ("uid changed", _set("metadata.uid", "u-2")),
+    ("namespace changed", _set("metadata.namespace", "other")),
     (
-        "resources and resizePolicy are the resize's",
-        lambda d: d["spec"]["containers"][0].update(
-            resources={"requests": {"cpu": "1"}},
-            resizePolicy=[{"resourceName": "cpu", "restartPolicy": "NotRequired"}],
-        ),
-        [],
+        "a merge patch result with only name and resources",
+        lambda d: d["spec"].update(containers=[{"name": "c1", "resources": {}}]),
     ),
-    ("image", _set("spec.containers.0.image", "nginx:1.28"), ["spec.containers[0].image"]),
-    ("label added", _set("metadata.labels", {"app": "x"}), ["metadata.labels[app]"]),
-    ("nodeName", _set("spec.nodeName", "n2"), ["spec.nodeName"]),
-    ("container added", lambda d: d["spec"]["containers"].append(ctr("c2")), ["spec.containers"]),
-    ("container renamed", _set("spec.containers.0.name", "c9"), ["spec.containers[0].name"]),
-    ("status sent and changed", _set("status.resize", "Infeasible"), ["status.resize"]),
-    ("status left out", lambda d: d.pop("status"), []),
-    ("resourceVersion is the caller's", _set("metadata.resourceVersion", "6"), []),
-    (
-        "uid and timestamps left out",
-        lambda d: [d["metadata"].pop(k) for k in ("uid", "creationTimestamp")],
-        [],
-    ),
-    ("uid changed", _set("metadata.uid", "u-2"), ["metadata.uid"]),
-    (
-        "a PUT body without defaults, name or namespace",
-        lambda d: d.update(
-            metadata={},
-            spec={"containers": [ctr()], "nodeName": "n1"},
-        ),
-        [],
-    ),
-    ("namespace changed", _set("metadata.namespace", "other"), ["metadata.namespace"]),
 ]
 
 
-@pytest.mark.parametrize(
-    ("change", "paths"), [c[1:] for c in OTHER_FIELD_CASES], ids=[c[0] for c in OTHER_FIELD_CASES]
-)
-def test_resize_changes_other_fields(
-    change: Callable[[dict[str, Any]], None], paths: list[str]
-) -> None:
+@pytest.mark.parametrize("change", [c[1] for c in DROPPED_CASES], ids=[c[0] for c in DROPPED_CASES])
+def test_resize_drops_every_change_but_resources(change: Callable[[dict[str, Any]], None]) -> None:
     old = Pod.model_validate(STORED)
-    found = resize_changes_other_fields(old, _with(STORED, change))
-    assert texts(found) == [f"{path}: Forbidden: {RESIZE_ONLY_MESSAGE}" for path in paths]
-    assert all(e.type == "FieldValueForbidden" for e in found)
+    incoming = _with(STORED, change)
+    for container in incoming.spec.containers:  # same resources as stored, whatever else
+        container.resources = old.spec.containers[0].resources.model_copy(deep=True)
+    assert resize_view(old, incoming).to_k8s() == old.to_k8s()
+
+
+def test_resize_pairs_containers_by_name_not_position() -> None:
+    old = make(ctr("a", cpu="1"), ctr("b", cpu="2"))
+    swapped = old.model_copy(deep=True)
+    swapped.spec.containers.reverse()
+    swapped.spec.containers[0].resources.requests = {"cpu": Quantity("3")}  # b
+    view = resize_view(old, swapped)
+    assert [c.name for c in view.spec.containers] == ["a", "b"]
+    assert view.spec.containers[0].resources.requests == old.spec.containers[0].resources.requests
+    assert (view.spec.containers[1].resources.requests or {})["cpu"] == Quantity("3")
 
 
 def test_the_resize_flow_end_to_end() -> None:
@@ -1349,14 +1339,12 @@ def test_the_resize_flow_end_to_end() -> None:
             }
         },
     )
-    errors = resize_changes_other_fields(old, incoming)
-    errors += validate_pod_resize(old, resize_view(old, incoming))
+    errors = validate_pod_resize(old, resize_view(old, incoming))
     status = invalid_status("Pod", "web", errors)
     assert status.code == 422
-    assert status.message == (
-        f'Pod "web" is invalid: [spec.containers[0].image: Forbidden: {RESIZE_ONLY_MESSAGE}, '
-        "spec.initContainers[0].resources: Forbidden: resources for non-sidecar init containers "
-        "are immutable]"
+    assert status.message == (  # the image change is dropped; the init container is refused
+        'Pod "web" is invalid: spec.initContainers[0].resources: Forbidden: resources for '
+        "non-sidecar init containers are immutable"
     )
 
 
@@ -1474,7 +1462,6 @@ def test_validators_answer_with_field_errors_for_any_pod(
     found = [
         *validate_pod_create(stored),
         *validate_pod_update(stored, new),
-        *resize_changes_other_fields(stored, new),
         *validate_pod_resize(stored, resize_view(stored, new)),
         *validate_pod_resize(stored, new),
     ]
