@@ -4,10 +4,13 @@ failure is a Kubernetes Status with a 4xx code."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -135,3 +138,73 @@ def _fuzz(base: str) -> list[tuple[int, str]]:
 async def test_random_resize_bodies_never_500(apiserver: RoleProcess) -> None:
     seen = await asyncio.to_thread(_fuzz, apiserver.url)
     assert {code for code, _ in seen} & {400, 415, 422}, "the bodies really hit the validators"
+
+
+MANIFESTS = sorted((Path(__file__).parent / "manifests").glob("*.yaml"))
+
+
+def _leaves(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    if isinstance(node, dict):
+        return [path] + [p for k, v in node.items() for p in _leaves(v, (*path, k))]
+    if isinstance(node, list):
+        return [path] + [p for i, v in enumerate(node) for p in _leaves(v, (*path, i))]
+    return [path]
+
+
+@st.composite
+def pod_bodies(draw: st.DrawFn) -> tuple[dict[str, Any], tuple[Any, ...] | None]:
+    """A real-world manifest, left valid or broken at one random place: a value replaced by
+    any JSON value, or an unknown field added."""
+    pod = copy.deepcopy(yaml.safe_load(draw(st.sampled_from(MANIFESTS)).read_text()))
+    how = draw(st.sampled_from(["keep", "replace", "add"]))
+    if how == "keep":
+        return pod, None
+    path = draw(st.sampled_from([p for p in _leaves(pod) if p and p[:2] != ("metadata", "name")]))
+    parent: Any = pod
+    for step in path[:-1]:
+        parent = parent[step]
+    if how == "replace":
+        parent[path[-1]] = draw(json_values)
+    elif isinstance(parent[path[-1]], dict):
+        parent[path[-1]][draw(st.text(min_size=1, max_size=6))] = draw(json_values)
+    return pod, path
+
+
+def _fuzz_create(base: str) -> list[int]:
+    url = f"{base}/api/v1/namespaces/default/pods"
+    seen: list[int] = []
+    with httpx.Client(timeout=30) as client:
+
+        @settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(body=pod_bodies(), how=st.sampled_from(["Strict", "Warn", "Ignore", None]))
+        def check(body: tuple[dict[str, Any], tuple[Any, ...] | None], how: str | None) -> None:
+            pod, broken_at = body
+            if isinstance(pod.get("metadata"), dict):
+                pod["metadata"]["name"] = f"gen-{len(seen)}"  # a fresh pod each time
+            params = {"fieldValidation": how} if how else {}
+            r = client.post(
+                url,
+                content=json.dumps(pod),  # Python writes Infinity, which is no JSON: a 400
+                params=params,
+                headers={"content-type": "application/json"},
+            )
+            assert r.status_code < 500, (r.status_code, pod, r.text)
+            if broken_at is None:
+                assert r.status_code == 201, r.text  # every manifest as written is accepted
+            if r.status_code >= 400:
+                status = r.json()
+                assert status["kind"] == "Status" and status["code"] == r.status_code
+                assert status["message"]
+            if r.status_code == 422:
+                # A schema error names the path of the value, as kube-apiserver's field errors do.
+                for cause in status["details"]["causes"]:
+                    assert cause["field"] and cause["message"], status
+            seen.append(r.status_code)
+
+        check()
+    return seen
+
+
+async def test_generated_pod_bodies_never_500(apiserver: RoleProcess) -> None:
+    seen = await asyncio.to_thread(_fuzz_create, apiserver.url)
+    assert 201 in seen and ({400, 422} & set(seen)), "valid and broken bodies both exercised"
