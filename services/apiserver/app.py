@@ -13,8 +13,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from services.apiserver import discovery, errors
-from services.apiserver.http import WarningHeaders
+from services.apiserver.http import RefuseDryRun, WarningHeaders
 from services.apiserver.objects import KINDS, ObjectHandlers
+from services.apiserver.openapi import OpenAPIDocuments
 from services.apiserver.pods import PodHandlers
 from services.apiserver.workloads import CloneSetHandlers, workload_routes
 
@@ -52,8 +53,26 @@ def build_app(
     async def apis(request: Request) -> Response:
         return JSONResponse(discovery.apis())
 
+    openapi = OpenAPIDocuments()
+
+    async def openapi_v2(request: Request) -> Response:
+        body, etag = openapi.v2()
+        return _document(request, body, etag)
+
+    async def openapi_v3(request: Request) -> Response:
+        return Response(openapi.v3_root(), media_type="application/json")
+
+    async def openapi_v3_group(request: Request) -> Response:
+        found = openapi.v3(request.path_params["path"])
+        if found is None:
+            raise errors.path_not_found(request.url.path)
+        return _document(request, *found)
+
     ns_pods = "/api/v1/namespaces/{namespace}/pods"
     routes = [
+        Route("/openapi/v2", openapi_v2),
+        Route("/openapi/v3", openapi_v3),
+        Route("/openapi/v3/{path:path}", openapi_v3_group),
         Route("/version", version),
         Route("/api", api),
         Route("/api/v1", api_v1),
@@ -111,13 +130,27 @@ def build_app(
         routes += workload_routes(clonesets)
     return Starlette(
         routes=routes,
-        middleware=[Middleware(WarningHeaders)],
+        middleware=[Middleware(RefuseDryRun), Middleware(WarningHeaders)],
         exception_handlers={
             errors.ApiError: _api_error,
             HTTPException: _http_error,
             Exception: _unexpected,
         },
     )
+
+
+def _document(request: Request, body: bytes, digest: str) -> Response:
+    """An OpenAPI document with kube-apiserver's caching: an ETag always, and immutable
+    when the client asked for it by hash (the hash changes when the document does)."""
+    etag = f'"{digest}"'
+    headers = {"ETag": etag, "Vary": "Accept"}
+    if request.query_params.get("hash") == digest:
+        headers["Cache-Control"] = "public, immutable"
+    else:
+        headers["Cache-Control"] = "no-cache, private"
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
 
 
 def _status_of(resource: str, objects: ObjectHandlers) -> Handler:

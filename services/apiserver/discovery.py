@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-KUBE_VERSION = {"major": "1", "minor": "33"}
+KUBE_VERSION = {"major": "1", "minor": "35"}  # the API (schemas.kubeschema) we serve
 
 _RW = ["create", "delete", "get", "list", "patch", "update", "watch"]
 _READ = ["get", "list", "watch"]
@@ -15,7 +15,7 @@ RESOURCES: list[dict[str, Any]] = [
         "singularName": "pod",
         "namespaced": True,
         "kind": "Pod",
-        "verbs": ["create", "delete", "get", "list", "watch"],
+        "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
         "shortNames": ["po"],
         "categories": ["all"],
     },
@@ -93,7 +93,7 @@ RESOURCES: list[dict[str, Any]] = [
 def version() -> dict[str, Any]:
     return {
         **KUBE_VERSION,
-        "gitVersion": "v1.33.0-inplace",
+        "gitVersion": "v1.35.0-inplace",
         "gitCommit": "",
         "gitTreeState": "clean",
         "buildDate": "2026-01-01T00:00:00Z",

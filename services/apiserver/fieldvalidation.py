@@ -22,7 +22,7 @@ import jsonschema
 
 from schemas.kubeschema import definitions
 from services.apiserver import errors
-from services.apiserver.fielderrors import FieldError, invalid_status, required
+from services.apiserver.fielderrors import FieldError, go_quote, invalid_status, required
 
 __all__ = ["Checked", "Directive", "check", "directive"]
 
@@ -74,13 +74,13 @@ def check(definition: str, kind: str, name: str, data: Any, how: Directive) -> C
         return Checked(data)
     paths = [_join(_path_text(parent), key) for parent, key in unknown]
     if how == "Strict":
-        detail = ", ".join(f'unknown field "{p}"' for p in paths)
+        detail = ", ".join(f"unknown field {go_quote(p)}" for p in paths)
         raise errors.bad_request(
             f'{kind} in version "v1" cannot be handled as a {kind}: strict decoding error: {detail}'
         )
     for parent, key in unknown:
         _holder(data, parent).pop(key, None)
-    warnings = [f'unknown field "{p}"' for p in paths] if how == "Warn" else []
+    warnings = [f"unknown field {go_quote(p)}" for p in paths] if how == "Warn" else []
     return Checked(data, warnings)
 
 

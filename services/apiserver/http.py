@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect, Request
@@ -122,8 +123,35 @@ class WarningHeaders:
         await self.app(scope, receive, send_with_warnings)
 
 
+class RefuseDryRun:
+    """ASGI middleware: a write asking for `dryRun` gets a 400 before any handler runs. This
+    server cannot evaluate a write without committing it to the log, so it says so rather
+    than write what the client meant to try (kubectl `--dry-run=server`)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["method"] not in ("GET", "HEAD")
+            and b"dryRun" in scope.get("query_string", b"")
+            and any(k == "dryRun" for k, _ in parse_qsl(scope["query_string"].decode("latin-1")))
+        ):
+            status = errors.bad_request(
+                "dryRun is not supported by this server: nothing was written"
+            ).status
+            response = JSONResponse(status.to_k8s(), status_code=400)
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 def _warning_value(text: str) -> bytes:
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    # A header value may hold no control characters (a field named "\r" must not end the
+    # response); they are escaped as Go's %q writes them.
+    escaped = "".join(c if c >= " " and c != "\x7f" else f"\\x{ord(c):02x}" for c in escaped)
     return f'299 - "{escaped}"'.encode("utf-8", "replace")
 
 

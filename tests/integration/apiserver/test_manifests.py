@@ -60,16 +60,13 @@ def missing(sent: Any, got: Any, path: str = "") -> list[str]:
 
 async def test_manifests_round_trip_with_defaults(apiserver: RoleProcess) -> None:
     assert len(MANIFESTS) >= 15
+    # What users do: kubectl apply with validation on (kubectl reads the OpenAPI, sends
+    # fieldValidation=Strict and the last-applied annotation).
+    done = await kubectl(apiserver, "apply", "-f", str(MANIFESTS[0].parent))
+    assert done.stdout.count(" created") == len(MANIFESTS), done.stdout
     async with httpx.AsyncClient(base_url=apiserver.url, timeout=10) as http:
         for path in MANIFESTS:
             sent = load(path)
-            # What kubectl sends: the manifest as JSON, unknown fields refused.
-            created = await http.post(
-                "/api/v1/namespaces/default/pods",
-                params={"fieldValidation": "Strict"},
-                json=sent,
-            )
-            assert created.status_code == 201, (path.name, created.text)
             name = sent["metadata"]["name"]
             got = (await http.get(f"/api/v1/namespaces/default/pods/{name}")).json()
             assert missing(sent, got) == [], path.name
@@ -102,7 +99,7 @@ async def test_kubectl_resizes_manifest_pods_in_every_patch_type(apiserver: Role
     the patched object, and the resize subresource still takes only the resources."""
     for manifest in ("02-helm-web.yaml", "11-resize-policy-docs.yaml", "15-guaranteed-java.yaml"):
         sent = load(Path(__file__).parent / "manifests" / manifest)
-        await kubectl(apiserver, "create", "--validate=false", "-f", "-", stdin=json.dumps(sent))
+        await kubectl(apiserver, "create", "-f", "-", stdin=json.dumps(sent))
         name = sent["metadata"]["name"]
         container = sent["spec"]["containers"][0]
         before = json.loads((await kubectl(apiserver, "get", "pod", name, "-o", "json")).stdout)
