@@ -4,7 +4,7 @@ Every field of the Kubernetes version we serve is accepted and kept (the typed m
 the roles interpret; the rest travels as validated JSON). A body is checked against the
 published definition of its kind (`schemas.kubeschema`) before it is decoded:
 
-- a value of the wrong JSON type or a missing required field is a 422 naming the field path
+- a value of the wrong JSON type is a 422 naming the field path
   (`spec.containers[0].ports[0].containerPort: Invalid value: "80": must be of type integer`);
 - an unknown field follows the request's `fieldValidation` directive: `Strict` refuses it
   (400 `strict decoding error: unknown field "spec.foo"`, what kubectl asks for), `Warn`
@@ -22,7 +22,7 @@ import jsonschema
 
 from schemas.kubeschema import definitions
 from services.apiserver import errors
-from services.apiserver.fielderrors import FieldError, go_quote, invalid_status, required
+from services.apiserver.fielderrors import FieldError, go_quote, invalid_status
 
 __all__ = ["Checked", "Directive", "check", "directive"]
 
@@ -61,6 +61,11 @@ def check(definition: str, kind: str, name: str, data: Any, how: Directive) -> C
     problems: list[FieldError] = []
     unknown: list[tuple[list[str | int], str]] = []
     for error in _validator(definition).iter_errors(data):
+        if error.validator == "required":
+            # The published schema lists every Go field without omitempty as required
+            # (all of a Node's nodeInfo strings); kube-apiserver decodes them as zero values
+            # and leaves "required" to its validation code, as our typed validation does.
+            continue
         if error.validator == "additionalProperties":
             known = error.schema.get("properties", {})
             parent = list(error.absolute_path)
@@ -172,9 +177,6 @@ _JSON_TYPES = {
 
 def _field_error(error: jsonschema.ValidationError) -> FieldError:
     where = _path_text(error.absolute_path, error.absolute_schema_path) or "<root>"
-    if error.validator == "required":
-        missing = str(error.message).split("'")[1] if "'" in error.message else ""
-        return required(_join(where if where != "<root>" else "", missing), "")
     if error.validator == "type":
         expected = error.validator_value
         names = expected if isinstance(expected, list) else [expected]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
@@ -16,6 +17,7 @@ from inplace.core.readmodel import Collection, TooOld, WatchEvent
 from schemas.kubeschema import gvk_definition
 from services.apiserver import errors, fieldvalidation
 from services.apiserver.selectors import field_matcher, label_matcher
+from services.apiserver.tables import TableRequest, parse_accept, table
 
 MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's default request size limit
 M = TypeVar("M", bound=BaseModel)
@@ -25,7 +27,18 @@ def ok(body: dict[str, Any], code: int = 200) -> Response:
     return JSONResponse(body, status_code=code)
 
 
+_JSON_BODIES = ("", "application/json", "*/*")
+
+
 async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
+    if request.method in ("POST", "PUT"):
+        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media not in _JSON_BODIES:
+            # kubectl's typed commands (`create namespace`) send protobuf; say what we take.
+            raise errors.unsupported_media_type(
+                f"the body of the request was in an unknown format ({media}) - accepted "
+                "media types include: application/json"
+            )
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
         raise errors.too_large(limit)
@@ -191,6 +204,27 @@ def matcher(request: Request, namespace: str | None) -> Callable[[dict[str, Any]
     return match
 
 
+TABLE_CONTENT_TYPE = "application/json;as=Table;v={};g=meta.k8s.io"
+
+
+def wants_table(request: Request) -> TableRequest | None:
+    """The Table kubectl asks for in Accept (`as=Table;v=v1;g=meta.k8s.io`), if any."""
+    accept = request.headers.get("accept")
+    if not accept or "as=Table" not in accept:  # the hot path: plain JSON clients
+        return None
+    return parse_accept(accept, request.query_params.get("includeObject"))
+
+
+def ok_object(request: Request, obj: dict[str, Any]) -> Response:
+    """One object, as JSON or as the one-row Table kubectl asks for (`kubectl get pod x`)."""
+    asked = wants_table(request)
+    if asked is None:
+        return ok(obj)
+    rv = obj.get("metadata", {}).get("resourceVersion")
+    body = table(str(obj.get("kind", "")), [obj], asked, datetime.now(UTC), rv)
+    return JSONResponse(body, media_type=TABLE_CONTENT_TYPE.format(asked.version))
+
+
 def list_or_watch(
     request: Request,
     collection: Collection,
@@ -201,9 +235,14 @@ def list_or_watch(
     api_version: str = "v1",
 ) -> Response:
     match = matcher(request, namespace)
+    asked = wants_table(request)
+    kind = list_kind.removesuffix("List")
     if request.query_params.get("watch") in ("true", "1"):
-        return watch(request, collection, objects, match)
+        return watch(request, collection, objects, match, (kind, asked) if asked else None)
     items = [o for o in objects if match(o)]
+    if asked is not None:
+        body = table(kind, items, asked, datetime.now(UTC), str(collection.last))
+        return JSONResponse(body, media_type=TABLE_CONTENT_TYPE.format(asked.version))
     return ok(
         {
             "kind": list_kind,
@@ -219,9 +258,11 @@ def watch(
     collection: Collection,
     current: list[dict[str, Any]],
     match: Callable[[dict[str, Any]], bool],
+    as_table: tuple[str, TableRequest] | None = None,
 ) -> Response:
     """Newline-delimited watch events; resume from resourceVersion or start with ADDED for
-    every current object (rv unset or "0"), like kube-apiserver."""
+    every current object (rv unset or "0"), like kube-apiserver. With `as_table`, each
+    event's object is a one-row Table (`kubectl get -w`)."""
     rv_text = request.query_params.get("resourceVersion") or "0"
     try:
         rv = int(rv_text)
@@ -239,18 +280,26 @@ def watch(
         collection.unsubscribe(queue)
         raise errors.gone(str(exc)) from None
 
+    def line(event: WatchEvent) -> bytes:
+        if as_table is None:
+            return _line(event)
+        kind, asked = as_table
+        obj = event.object
+        rows = table(kind, [obj], asked, datetime.now(UTC), str(event.resource_version))
+        return json.dumps({"type": event.type, "object": rows}).encode() + b"\n"
+
     async def stream() -> AsyncIterator[bytes]:
         try:
             for event in backlog:
                 if match(event.object):
-                    yield _line(event)
+                    yield line(event)
             async with asyncio.timeout(timeout_s):
                 while True:
                     event = await queue.get()
                     if event is None:
                         return
                     if match(event.object):
-                        yield _line(event)
+                        yield line(event)
         except TimeoutError:
             return
         finally:

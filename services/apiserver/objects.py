@@ -24,6 +24,7 @@ from services.apiserver.http import (
     decode_checked,
     list_or_watch,
     ok,
+    ok_object,
     parse_json,
     read_body,
 )
@@ -140,9 +141,8 @@ class ObjectHandlers:
 
     async def get(self, request: Request) -> Response:
         kind = self._kind(request)
-        return ok(
-            self._get(kind, request.path_params.get("namespace"), request.path_params["name"])
-        )
+        found = self._get(kind, request.path_params.get("namespace"), request.path_params["name"])
+        return ok_object(request, found)
 
     async def create(self, request: Request) -> Response:
         kind = self._kind(request)

@@ -22,6 +22,7 @@ from services.apiserver.http import (
     decode_checked,
     list_or_watch,
     ok,
+    ok_object,
     parse_json,
     read_body,
 )
@@ -110,7 +111,8 @@ class PodHandlers:
     # --- one pod ----------------------------------------------------------------------------
 
     async def get(self, request: Request) -> Response:
-        return self._current(request.path_params["namespace"], request.path_params["name"])
+        pod = self._pod(request.path_params["namespace"], request.path_params["name"])
+        return ok_object(request, pod.to_k8s())
 
     async def delete(self, request: Request) -> Response:
         namespace, name = request.path_params["namespace"], request.path_params["name"]

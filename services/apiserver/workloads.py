@@ -19,7 +19,15 @@ from schemas import events as ev
 from schemas.workload import API_VERSION, KIND, CloneSet, CloneSetStatus
 from services.apiserver import discovery, errors
 from services.apiserver.fielderrors import FieldError, invalid, invalid_status
-from services.apiserver.http import check_kind, decode, list_or_watch, ok, parse_json, read_body
+from services.apiserver.http import (
+    check_kind,
+    decode,
+    list_or_watch,
+    ok,
+    ok_object,
+    parse_json,
+    read_body,
+)
 from services.apiserver.patching import PatchError, apply_patch
 from services.apiserver.workloadvalidation import validate_clone_set
 from services.apiserver.writer import Writer
@@ -152,7 +160,7 @@ class CloneSetHandlers:
     # --- one object -------------------------------------------------------------------------
 
     async def get(self, request: Request) -> Response:
-        return self._current(*self._where(request))
+        return ok_object(request, self._get(*self._where(request)).to_k8s())
 
     async def update(self, request: Request) -> Response:
         namespace, name = self._where(request)
