@@ -22,6 +22,7 @@ __all__ = [
     "RESOURCE_EPHEMERAL_STORAGE",
     "RESOURCE_MEMORY",
     "RESOURCE_PODS",
+    "Affinity",
     "ConditionStatus",
     "Container",
     "ContainerPort",
@@ -46,8 +47,12 @@ __all__ = [
     "ListMeta",
     "Node",
     "NodeAddress",
+    "NodeAffinity",
     "NodeCondition",
     "NodeList",
+    "NodeSelector",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
     "NodeSpec",
     "NodeStatus",
     "NodeSwapStatus",
@@ -64,6 +69,7 @@ __all__ = [
     "PodResizeStatus",
     "PodSpec",
     "PodStatus",
+    "PreferredSchedulingTerm",
     "ResourceList",
     "ResourceQuota",
     "ResourceQuotaList",
@@ -77,6 +83,7 @@ __all__ = [
     "StatusCause",
     "StatusDetails",
     "Taint",
+    "Toleration",
 ]
 
 # --- resource names and enumerations (core/v1 string types) ------------------------------------
@@ -233,6 +240,60 @@ class Container(K8sModel):
     image_pull_policy: Literal["Always", "Never", "IfNotPresent"] | None = None
 
 
+class Toleration(K8sModel):
+    """core/v1 Toleration: lets a pod onto (or stay on) a node with a matching taint."""
+
+    key: str | None = None
+    # "" (as None) means Equal; an empty effect matches every effect.
+    operator: Literal["Exists", "Equal", ""] | None = None
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute", ""] | None = None
+    toleration_seconds: int | None = None
+
+
+class NodeSelectorRequirement(K8sModel):
+    """core/v1 NodeSelectorRequirement: `key <operator> values` on a node's labels or fields."""
+
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: list[str] | None = None
+
+
+class NodeSelectorTerm(K8sModel):
+    """core/v1 NodeSelectorTerm: its requirements are ANDed; an empty term matches nothing."""
+
+    match_expressions: list[NodeSelectorRequirement] | None = None
+    match_fields: list[NodeSelectorRequirement] | None = None
+
+
+class NodeSelector(K8sModel):
+    """core/v1 NodeSelector: its terms are ORed."""
+
+    node_selector_terms: list[NodeSelectorTerm] = Field(default_factory=list)
+
+
+class PreferredSchedulingTerm(K8sModel):
+    """core/v1 PreferredSchedulingTerm: a weighted (1-100) preference."""
+
+    weight: int
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(K8sModel):
+    """core/v1 NodeAffinity."""
+
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = (
+        None
+    )
+
+
+class Affinity(K8sModel):
+    """core/v1 Affinity. Pod (anti-)affinity travels as JSON: no role interprets it yet."""
+
+    node_affinity: NodeAffinity | None = None
+
+
 class PodSpec(K8sModel):
     """core/v1 PodSpec (subset)."""
 
@@ -242,6 +303,8 @@ class PodSpec(K8sModel):
     termination_grace_period_seconds: int | None = None
     dns_policy: Literal["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"] | None = None
     node_selector: dict[str, str] | None = None
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] | None = None
     node_name: str | None = None
     scheduler_name: str | None = None
     priority_class_name: str | None = None

@@ -39,7 +39,6 @@ from schemas.k8s import (
     PodStatus,
     ResourceList,
     ResourceRequirements,
-    Taint,
 )
 from schemas.quantity import ZERO, Quantity
 from schemas.resources import (
@@ -50,6 +49,7 @@ from schemas.resources import (
     pod_requests,
     resize_aware_requests,
 )
+from services.scheduler.nodeaffinity import DEFAULT_PLACEMENT, NodeFacts, filter_reason
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
@@ -78,14 +78,6 @@ _NON_MISSING: Final[ResourceList] = {
     RESOURCE_CPU: Quantity.from_milli(DEFAULT_MILLI_CPU_REQUEST),
     RESOURCE_MEMORY: Quantity.from_int(DEFAULT_MEMORY_REQUEST),
 }
-
-# DefaultTolerationSeconds gives every pod these tolerations (NoExecute, for 300s), so a node
-# that is merely not-ready or unreachable does not repel new pods at the filter.
-_DEFAULT_TOLERATED: Final = frozenset(
-    {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}
-)
-
-_UNSCHEDULABLE: Final = "node(s) were unschedulable"
 
 FreeReason = Literal["PodDeleted", "PodScaledDown", "NodeAdded", "NodeCapacityChanged"]
 
@@ -252,27 +244,6 @@ def pod_demand(pod: Pod) -> PodDemand:
 # --- nodes ----------------------------------------------------------------------------------------
 
 
-def _blocked_reason(node: Node) -> str | None:
-    """Why no pod may land here whatever its size, as kube-scheduler's filters word it.
-
-    NodeUnschedulable runs before TaintToleration, and a node fails on its first failing filter.
-    Pods here carry no tolerations beyond the DefaultTolerationSeconds ones.
-    """
-    if node.spec.unschedulable:
-        return _UNSCHEDULABLE
-    for taint in node.spec.taints or []:
-        if taint.effect == "PreferNoSchedule":
-            continue
-        if taint.effect == "NoExecute" and taint.key in _DEFAULT_TOLERATED:
-            continue
-        return _taint_reason(taint)
-    return None
-
-
-def _taint_reason(taint: Taint) -> str:
-    return f"node(s) had untolerated taint {{{taint.key}: {taint.value or ''}}}"
-
-
 class NodeInfo:
     """One node's allocatable resources and the running sums of the pods on it."""
 
@@ -282,6 +253,7 @@ class NodeInfo:
         "allocatable_others",
         "allowed_pods",
         "blocked_reason",
+        "facts",
         "free_cpu",
         "free_memory",
         "free_pods",
@@ -308,6 +280,7 @@ class NodeInfo:
         # Kubernetes reads allocatable["pods"]; a node that omits it accepts no pods.
         self.allowed_pods = 0
         self.blocked_reason: str | None = None
+        self.facts = NodeFacts(name, {}, (), False)
         self.requested_cpu = 0
         self.requested_memory = 0
         self.requested_others: dict[str, int] = {}
@@ -363,7 +336,13 @@ class NodeInfo:
         self.allocatable_memory = ints.pop(RESOURCE_MEMORY, 0)
         self.allowed_pods = ints.pop(RESOURCE_PODS, 0)
         self.allocatable_others = ints
-        self.blocked_reason = _blocked_reason(node)
+        self.facts = NodeFacts(
+            self.name,
+            dict(node.metadata.labels or {}),
+            tuple(node.spec.taints or ()),
+            bool(node.spec.unschedulable),
+        )
+        self.blocked_reason = filter_reason(DEFAULT_PLACEMENT, self.facts)
         self._refresh()
 
     def _apply(self, demand: PodDemand, sign: int) -> None:

@@ -2,12 +2,14 @@
 
 Pure functions in the shape of kube-scheduler's default profile, restricted to what this control
 plane models:
-- filter: NodeUnschedulable, TaintToleration, then NodeResourcesFit (pkg/scheduler/framework/
+- filter: NodeUnschedulable, NodeAffinity (nodeSelector + required node affinity), TaintToleration
+  (`nodeaffinity.py`), then NodeResourcesFit (pkg/scheduler/framework/
   plugins/noderesources/fit.go); a node fails on its first failing plugin and NodeResourcesFit
   reports every insufficient resource ("Too many pods", "Insufficient cpu", …);
-- score: LeastAllocated, kube-scheduler's default strategy: per resource
-  (allocatable - requested) * 100 / allocatable in integers, averaged over cpu and memory with
-  weight 1 each, where `requested` counts 100m / 200Mi for containers that set no request;
+- score: LeastAllocated, kube-scheduler's default strategy (plus preferred node affinity,
+  weight 2, for pods that have it): per resource (allocatable - requested) * 100 / allocatable
+  in integers, averaged over cpu and memory with weight 1 each, where `requested` counts
+  100m / 200Mi for containers that set no request;
 - tie-break: the smallest node name (kube-scheduler picks at random among equal scores; a
   replayed log must place pods the same way every time);
 - failure: FitError's message, "0/3 nodes are available: 1 Insufficient memory, 2 Insufficient
@@ -36,6 +38,13 @@ from services.scheduler.cache import (
     SchedulerCache,
     pod_demand,
     pod_key,
+)
+from services.scheduler.nodeaffinity import (
+    PodPlacement,
+    filter_reason,
+    is_default,
+    placement_of,
+    preference_score,
 )
 
 __all__ = [
@@ -84,6 +93,11 @@ def node_reasons(node: NodeInfo, demand: PodDemand) -> tuple[str, ...]:
     """
     if node.blocked_reason is not None:
         return (node.blocked_reason,)
+    return _resource_reasons(node, demand)
+
+
+def _resource_reasons(node: NodeInfo, demand: PodDemand) -> tuple[str, ...]:
+    """NodeResourcesFit's reasons (every insufficient resource), after the other filters."""
     reasons: list[str] = []
     if node.pod_count + 1 > node.allowed_pods:
         reasons.append(TOO_MANY_PODS)
@@ -156,12 +170,48 @@ def schedule(cache: SchedulerCache, pod: Pod) -> Bound | Unschedulable:
     `cache.mark_unschedulable` then PodUnschedulable + FailedScheduling).
     """
     demand = pod_demand(pod)
+    placement = placement_of(pod)
+    if not is_default(placement):
+        return _schedule_constrained(cache, placement, demand)
     best = _best_node(cache.schedulable_nodes(), demand)
     if best is not None:
         return Bound(best.name, score(best, demand))
     nodes = cache.nodes()
     reasons = {node.name: node_reasons(node, demand) for node in nodes}
     return Unschedulable(failed_scheduling_message(len(nodes), reasons), reasons)
+
+
+# NodeAffinity's weight in kube-scheduler's default profile (NodeResourcesFit's is 1).
+NODE_AFFINITY_WEIGHT: Final = 2
+
+
+def _schedule_constrained(
+    cache: SchedulerCache, placement: PodPlacement, demand: PodDemand
+) -> Bound | Unschedulable:
+    """A pod with placement fields (nodeSelector, node affinity, tolerations): the placement
+    filters per node first, then resources; preferred node affinity adds to the score,
+    normalized to 0-100 over the feasible nodes and weighted as kube-scheduler weighs it."""
+    nodes = cache.nodes()
+    reasons: dict[str, tuple[str, ...]] = {}
+    feasible: list[NodeInfo] = []
+    for node in nodes:
+        why = filter_reason(placement, node.facts)
+        found = (why,) if why is not None else _resource_reasons(node, demand)
+        if found:
+            reasons[node.name] = found
+        else:
+            feasible.append(node)
+    if not feasible:
+        return Unschedulable(failed_scheduling_message(len(nodes), reasons), reasons)
+    preferred = [preference_score(placement, node.facts) for node in feasible]
+    top = max(preferred)
+    best, best_score = feasible[0], -1
+    for node, raw in zip(feasible, preferred, strict=True):
+        affinity = raw * MAX_NODE_SCORE // top if top else 0
+        total = score(node, demand) + NODE_AFFINITY_WEIGHT * affinity
+        if total > best_score:  # nodes come by name: the smallest wins a tie
+            best, best_score = node, total
+    return Bound(best.name, best_score)
 
 
 def _best_node(nodes: list[NodeInfo], demand: PodDemand) -> NodeInfo | None:

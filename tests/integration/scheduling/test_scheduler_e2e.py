@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (manifests read best one object per line)
 """The scheduler as a real process next to the apiserver, driven with the official Kubernetes
 client (issue 6; KEP-1287 "Scheduler and API Server Interaction", KEP-3953 node growth)."""
 
@@ -344,3 +345,80 @@ async def test_sigkill_mid_binding_binds_every_pod_exactly_once(
                 Quantity("0"),
             )
             assert requested <= Quantity(allocatable[resource]), (node.metadata.name, resource)
+
+
+# --- placement fields ------------------------------------------------------------------------------
+
+
+def labelled_node(
+    name: str, taints: list[dict[str, str]] | None = None, **labels: str
+) -> dict[str, Any]:
+    body = node_body(name)
+    body["metadata"]["labels"] = {"kubernetes.io/hostname": name, **labels}
+    if taints:
+        body["spec"] = {"taints": taints}
+    return body
+
+
+def placed_pod(name: str, **spec: Any) -> dict[str, Any]:
+    body = pod_body(name)
+    body["spec"].update(spec)
+    return body
+
+
+async def test_node_selector_affinity_and_node_name_pick_the_node(
+    apiserver: RoleProcess, scheduler: RoleProcess
+) -> None:
+    """Least-allocated alone would put every pod on n0 (empty nodes tie, the smallest name
+    wins): each placement field must move its pod."""
+    v1 = core(apiserver)
+    for name, zone in (("n0", "a"), ("n1", "b"), ("n2", "c")):
+        await call(v1.create_node, labelled_node(name, **{"topology.kubernetes.io/zone": zone}))
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["c"]}]}
+                ]
+            }
+        }
+    }  # fmt: skip
+    await call(
+        v1.create_namespaced_pod,
+        NS,
+        placed_pod("by-hostname", nodeSelector={"kubernetes.io/hostname": "n1"}),
+    )
+    await call(v1.create_namespaced_pod, NS, placed_pod("by-affinity", affinity=affinity))
+    await call(v1.create_namespaced_pod, NS, placed_pod("by-name", nodeName="n2"))
+    for name, node in (("by-hostname", "n1"), ("by-affinity", "n2"), ("by-name", "n2")):
+        pod = await until(pod_probe(v1, name), bound, f"{name} bound")
+        assert pod.spec.node_name == node, name
+
+
+async def test_taints_repel_until_tolerated(apiserver: RoleProcess, scheduler: RoleProcess) -> None:
+    v1 = core(apiserver)
+    taint = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
+    await call(v1.create_node, labelled_node("db-0", taints=[taint]))
+    await call(v1.create_namespaced_pod, NS, placed_pod("web"))
+    pod = await until(pod_probe(v1, "web"), unschedulable, "web unschedulable")
+    message = condition(pod, "PodScheduled").message
+    assert message == "0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: db}."
+    events = await until(events_about(v1, "web"), bool, "FailedScheduling event")
+    assert events[0].reason == "FailedScheduling" and events[0].message == message
+    toleration = {"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoSchedule"}
+    await call(v1.create_namespaced_pod, NS, placed_pod("db", tolerations=[toleration]))
+    pod = await until(pod_probe(v1, "db"), bound, "db bound")
+    assert pod.spec.node_name == "db-0"
+
+
+async def test_a_selector_no_node_matches_is_explained(
+    apiserver: RoleProcess, scheduler: RoleProcess
+) -> None:
+    v1 = core(apiserver)
+    await call(v1.create_node, labelled_node("n0", disk="hdd"))
+    await call(v1.create_node, node_body("small", cpu="100m"))
+    await call(v1.create_namespaced_pod, NS, placed_pod("p", nodeSelector={"disk": "ssd"}))
+    pod = await until(pod_probe(v1, "p"), unschedulable, "p unschedulable")
+    assert condition(pod, "PodScheduled").message == (
+        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+    )
