@@ -135,11 +135,24 @@ class PodUnschedulable(PodEvent):
     message: str
 
 
+class ContainerStarted(PayloadModel):
+    """A container the kubelet started, as its status reports it (`containerID`, `imageID`)."""
+
+    name: str
+    container_id: str
+    image_id: str
+    init: bool = False
+
+
 class PodPhaseChanged(PodEvent):
     TYPE: ClassVar[str] = "PodPhaseChanged"
     phase: PodPhase
     reason: str | None = None
     message: str | None = None
+    # When the pod starts running: its addresses and its containers (absent in older logs).
+    pod_ip: str | None = None
+    host_ip: str | None = None
+    containers: list[ContainerStarted] | None = None
 
 
 class ContainerRestarted(PodEvent):

@@ -370,6 +370,8 @@ class PodCondition(K8sModel):
     """core/v1 PodCondition (PodScheduled, Initialized, ContainersReady, Ready, …)."""
 
     type: str
+    # 1.34+: the metadata.generation this condition was computed for.
+    observed_generation: int | None = None
     status: ConditionStatus
     last_probe_time: Time | None = None
     last_transition_time: Time | None = None
@@ -392,6 +394,8 @@ class PodIP(K8sModel):
 class PodStatus(K8sModel):
     """core/v1 PodStatus (subset), with KEP-1287's `resize` (PodResizeStatus)."""
 
+    # 1.34+: the metadata.generation the kubelet last acted on.
+    observed_generation: int | None = None
     phase: PodPhase | None = None
     conditions: list[PodCondition] | None = None
     message: str | None = None

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
+from inplace.core.bus.consumer import Record
+from inplace.core.bus.producer import Position
+from inplace.core.projection.state import ClusterState
 from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import Node, Pod, ResourceRequirements
@@ -154,3 +158,15 @@ def kube_event(namespace: str, pod_name: str) -> object:
             "source": {"component": "kubelet"},
         }
     )
+
+
+FOLD_T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def fold(*payloads: ev.EventPayload) -> ClusterState:
+    """The cluster after these events, one second apart from FOLD_T0, at offsets 0, 1, …"""
+    state = ClusterState()
+    for offset, payload in enumerate(payloads):
+        env = Envelope.wrap(payload, producer="test", time=FOLD_T0 + timedelta(seconds=offset))
+        state.apply(Record(Position(payload.TOPIC, 0, offset), env))
+    return state

@@ -66,6 +66,7 @@ from services.kubelet.noderesize import (
     with_swap_and_oom,
 )
 from services.kubelet.noderesize_metrics import RESYNC_ERRORS, RESYNC_REQUESTS
+from services.kubelet.podstatus import running_event
 
 log = logging.getLogger(__name__)
 
@@ -422,7 +423,9 @@ class NodeAgent:
         if not await self._start(key, admitted):
             return False
         await self._publish_actual(key)
-        await self._write(ev.PodPhaseChanged(**self._ids(pod), phase="Running"), key)
+        runtime = self.pods[key]
+        node = self.model.get("nodes", self.name)
+        await self._write(running_event(pod, self.name, node, runtime.containers), key)
         return True
 
     async def _start(self, key: str, allocated: Pod) -> bool:

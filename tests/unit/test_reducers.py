@@ -25,11 +25,7 @@ def _record(payload: ev.EventPayload, offset: int, partition: int = 0) -> Record
     return Record(Position(payload.TOPIC, partition, offset), env)
 
 
-def _fold(*payloads: ev.EventPayload) -> ClusterState:
-    state = ClusterState()
-    for i, payload in enumerate(payloads):
-        state.apply(_record(payload, i))
-    return state
+_fold = factories.fold
 
 
 def _pod(state: ClusterState) -> Pod:

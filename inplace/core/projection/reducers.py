@@ -20,12 +20,17 @@ from inplace.core.bus.producer import Position
 from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import (
+    ContainerState,
+    ContainerStateRunning,
+    ContainerStateTerminated,
     ContainerStatus,
     Event,
+    HostIP,
     LimitRange,
     Node,
     Pod,
     PodCondition,
+    PodIP,
     PodStatus,
     ResourceQuota,
     ResourceQuotaStatus,
@@ -67,6 +72,7 @@ def _set_condition(
     when: datetime,
     reason: str | None = None,
     message: str | None = None,
+    generation: int | None = None,
 ) -> None:
     """Upsert (value) or remove (None) a pod condition; lastTransitionTime moves on change."""
     current = status.conditions or []
@@ -86,6 +92,7 @@ def _set_condition(
         conditions.append(
             PodCondition(
                 type=cond_type,
+                observed_generation=generation,
                 status=value,
                 reason=reason,
                 message=message,
@@ -122,9 +129,18 @@ def _resize_conditions(pod: Pod, when: datetime, reason: str | None, message: st
         when,
         resize if pending else None,
         message if pending else None,
+        pod.metadata.generation,
     )
     in_progress = "True" if resize == "InProgress" else None
-    _set_condition(pod.status, "PodResizeInProgress", in_progress, when, reason, message)
+    _set_condition(
+        pod.status,
+        "PodResizeInProgress",
+        in_progress,
+        when,
+        reason,
+        message,
+        pod.metadata.generation,
+    )
 
 
 def reduce_pod(
@@ -191,13 +207,32 @@ def reduce_pod(
         if payload.phase == "Running" and status.start_time is None:
             status.start_time = when
         running = payload.phase == "Running"
+        if payload.containers is not None:
+            _started(pod, payload, when)
+        if running:
+            # A pod created with spec.nodeName never met the scheduler: the kubelet says so.
+            _set_condition(status, "PodScheduled", "True", when)
+            _set_condition(status, "PodReadyToStartContainers", "True", when)
+            _set_condition(status, "Initialized", "True", when)
+        _set_condition(status, "ContainersReady", "True" if running else "False", when)
         _set_condition(status, "Ready", "True" if running else "False", when)
-        for cs in status.container_statuses or []:
+        for cs in [*(status.init_container_statuses or []), *(status.container_statuses or [])]:
             cs.ready = running
     elif isinstance(payload, ev.ContainerRestarted):
         init = any(c.name == payload.container for c in pod.spec.init_containers or [])
         cs = _container_status(pod, payload.container, init=init)
         cs.restart_count = payload.restart_count
+        previous = cs.state.running.started_at if cs.state.running else None
+        cs.last_state = ContainerState(
+            terminated=ContainerStateTerminated(
+                exit_code=0,
+                reason="Completed",
+                started_at=previous,
+                finished_at=when,
+                container_id=cs.container_id,
+            )
+        )
+        cs.state = ContainerState(running=ContainerStateRunning(started_at=when))
     elif isinstance(payload, ev.PodEvicted):
         # Evicted pods go back to Pending for the scheduler (KEP-3953 hot unplug flow).
         pod.spec.node_name = None
@@ -210,8 +245,38 @@ def reduce_pod(
         status.start_time = None
         status.conditions = None
         _set_condition(status, "PodScheduled", "False", when, payload.reason, payload.message)
+    if isinstance(payload, _KUBELET_EVENTS):
+        # 1.34+: the generation of the spec the kubelet acted on (a resize bumps it).
+        status.observed_generation = pod.metadata.generation
     _stamp_rv(pod, resource_version(position))
     return pod
+
+
+_KUBELET_EVENTS = (
+    ev.Allocated,
+    ev.ResizeStatusChanged,
+    ev.Actuated,
+    ev.PodPhaseChanged,
+    ev.ContainerRestarted,
+)
+
+
+def _started(pod: Pod, payload: ev.PodPhaseChanged, when: datetime) -> None:
+    """The kubelet started the pod: its addresses, and each container running since `when`
+    with the identities the runtime gave it."""
+    status = pod.status
+    if payload.pod_ip:
+        status.pod_ip = payload.pod_ip
+        status.pod_ips = [PodIP(ip=payload.pod_ip)]
+    if payload.host_ip:
+        status.host_ip = payload.host_ip
+        status.host_ips = [HostIP(ip=payload.host_ip)]
+    for started in payload.containers or []:
+        cs = _container_status(pod, started.name, init=started.init)
+        cs.container_id = started.container_id
+        cs.image_id = started.image_id
+        cs.state = ContainerState(running=ContainerStateRunning(started_at=when))
+        cs.started = True
 
 
 # --- nodes ------------------------------------------------------------------------------------

@@ -1,0 +1,112 @@
+# ruff: noqa: E501  (JSON bodies read best one object per line)
+"""A running pod's status as kubectl and controllers read it: container states and
+identities, addresses, conditions, observedGeneration (kubelet as a real process)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from inplace.core.settings import Settings
+from tests.integration.conftest import RoleProcess, kubectl, until
+
+SMP = {"content-type": "application/strategic-merge-patch+json"}
+
+
+@pytest.fixture
+async def kubelet(settings: Settings, tmp_path: Path) -> AsyncIterator[RoleProcess]:
+    env = {"INPLACE_KUBELET_NODES": "1", "INPLACE_KUBELET_NODE_CPU": "4"}
+    proc = RoleProcess("kubelet", settings, tmp_path / "kubelet.log", **env)
+    proc.start()
+    await proc.ready()
+    yield proc
+    proc.stop()
+
+
+def pod(name: str) -> dict[str, Any]:
+    rl = {"cpu": "100m", "memory": "64Mi"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "nodeName": "node-0",
+            "containers": [{"name": "app", "image": "nginx:1.27", "resources": {"requests": rl, "limits": rl}}],
+        },
+    }  # fmt: skip
+
+
+async def test_running_pod_status_and_describe(
+    apiserver: RoleProcess, kubelet: RoleProcess
+) -> None:
+    base = f"{apiserver.url}/api/v1/namespaces/default/pods"
+    async with httpx.AsyncClient(timeout=10) as http:
+        for name in ("web-0", "web-1"):
+            assert (await http.post(base, json=pod(name))).status_code == 201
+
+        async def status_of(name: str) -> dict[str, Any]:
+            return (await http.get(f"{base}/{name}")).json()
+
+        running = await until(
+            partial(status_of, "web-0"), lambda p: p["status"].get("phase") == "Running", "Running"
+        )
+        other = await until(
+            partial(status_of, "web-1"), lambda p: p["status"].get("phase") == "Running", "Running"
+        )
+        status = running["status"]
+        cs = status["containerStatuses"][0]
+        assert set(cs["state"]) == {"running"} and cs["state"]["running"]["startedAt"]
+        assert cs["ready"] is True and cs["started"] is True
+        assert cs["containerID"].startswith("inplace://")
+        assert cs["imageID"].startswith("nginx@sha256:") and cs["image"] == "nginx:1.27"
+        assert status["podIP"] and status["podIPs"] == [{"ip": status["podIP"]}]
+        assert status["podIP"] != other["status"]["podIP"]  # unique per pod
+        assert status["hostIP"] == other["status"]["hostIP"]  # the same node
+        conditions = {c["type"]: c["status"] for c in status["conditions"]}
+        assert conditions == {
+            "PodScheduled": "True", "PodReadyToStartContainers": "True", "Initialized": "True",
+            "ContainersReady": "True", "Ready": "True",
+        }  # fmt: skip
+        assert status["observedGeneration"] == running["metadata"]["generation"] == 1
+
+        # A resize bumps the generation; the kubelet's next status reports it observed.
+        resize = {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "app",
+                        "resources": {"requests": {"cpu": "200m"}, "limits": {"cpu": "200m"}},
+                    }
+                ]
+            }
+        }
+        r = await http.patch(f"{base}/web-0/resize", json=resize, headers=SMP)
+        assert r.status_code == 200 and r.json()["metadata"]["generation"] == 2
+        done = await until(
+            partial(status_of, "web-0"),
+            lambda p: p["status"].get("observedGeneration") == 2 and "resize" not in p["status"],
+            "resize observed",
+        )
+        assert done["status"]["containerStatuses"][0]["containerID"] == cs["containerID"]
+
+    described = (await kubectl(apiserver, "describe", "pod", "web-0")).stdout
+    assert "Status:       Running" in described
+    assert f"IP:           {status['podIP']}" in described
+    assert f"Container ID:   {cs['containerID']}" in described
+    assert "State:          Running" in described
+    assert "Ready:          True" in described
+    wide = (
+        (await kubectl(apiserver, "get", "pod", "web-0", "-o", "wide"))
+        .stdout.splitlines()[1]
+        .split()
+    )
+    assert wide[1:3] == ["1/1", "Running"] and wide[5] == status["podIP"] and wide[6] == "node-0"
+    assert json.loads((await kubectl(apiserver, "get", "pod", "web-0", "-o", "json")).stdout)[
+        "status"
+    ]["podIP"]
