@@ -6,7 +6,7 @@ Topic → key (the ordering unit): `pods` → namespace/name, `nodes` → node n
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -64,6 +64,8 @@ class PodUpdated(PodEvent):
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
     images: dict[str, str] = Field(default_factory=dict)
+    # Server-side apply's field ownership after this write (None: unchanged).
+    managed_fields: list[dict[str, Any]] | None = None
 
 
 class ContainerResources(PayloadModel):
@@ -80,6 +82,8 @@ class ResizeProposed(PodEvent):
     TYPE: ClassVar[str] = "ResizeProposed"
     containers: list[ContainerResources] = Field(default_factory=list)
     init_containers: list[ContainerResources] = Field(default_factory=list)
+    # Server-side apply's field ownership after this write (None: unchanged).
+    managed_fields: list[dict[str, Any]] | None = None
 
 
 class ResizeStatusChanged(PodEvent):

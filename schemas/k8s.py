@@ -10,7 +10,7 @@ In-place resize (KEP-1287) adds `Container.resizePolicy`, `ContainerStatus.alloc
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -131,7 +131,7 @@ class OwnerReference(K8sModel):
 
 
 class ObjectMeta(K8sModel):
-    """metav1.ObjectMeta (subset: no selfLink, managedFields)."""
+    """metav1.ObjectMeta (selfLink and the rest travel as JSON)."""
 
     name: str | None = None
     generate_name: str | None = None
@@ -146,6 +146,8 @@ class ObjectMeta(K8sModel):
     annotations: dict[str, str] | None = None
     owner_references: list[OwnerReference] | None = None
     finalizers: list[str] | None = None
+    # Server-side apply's field ownership (FieldsV1 entries), kept as JSON.
+    managed_fields: list[dict[str, Any]] | None = None
 
 
 class ListMeta(K8sModel):

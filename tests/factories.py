@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from inplace.core.bus.consumer import Record
 from inplace.core.bus.producer import Position
@@ -170,3 +172,13 @@ def fold(*payloads: ev.EventPayload) -> ClusterState:
         env = Envelope.wrap(payload, producer="test", time=FOLD_T0 + timedelta(seconds=offset))
         state.apply(Record(Position(payload.TOPIC, 0, offset), env))
     return state
+
+
+def with_value(doc: dict[str, Any], path: Sequence[str | int], value: Any) -> dict[str, Any]:
+    """A deep copy of a JSON document with the value at `path` set (lists by index)."""
+    out = copy.deepcopy(doc)
+    target: Any = out
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return out

@@ -78,6 +78,16 @@ def conflict(kind: str, name: str, why: str) -> ApiError:
     )
 
 
+def apply_conflict(message: str, fields: list[tuple[str, str]]) -> ApiError:
+    """409 for a server-side apply that would take fields other managers own (`force` wins):
+    one FieldManagerConflict cause per field, as kube-apiserver answers."""
+    causes = [
+        StatusCause(reason="FieldManagerConflict", message=text, field=field)
+        for text, field in fields
+    ]
+    return _status(409, "Conflict", message, causes=causes)
+
+
 def stale(kind: str, name: str) -> ApiError:
     return conflict(
         kind,

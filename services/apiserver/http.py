@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
+import yaml
 from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -16,6 +17,14 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from inplace.core.readmodel import Collection, TooOld, WatchEvent
 from schemas.kubeschema import gvk_definition
 from services.apiserver import errors, fieldvalidation
+from services.apiserver.apply import (
+    ApplyConflict,
+    ApplyResult,
+    conflict_message,
+    render_path,
+    server_side_apply,
+)
+from services.apiserver.patching import APPLY_PATCH
 from services.apiserver.selectors import field_matcher, label_matcher
 from services.apiserver.tables import TableRequest, parse_accept, table
 
@@ -166,6 +175,57 @@ def _warning_value(text: str) -> bytes:
     # response); they are escaped as Go's %q writes them.
     escaped = "".join(c if c >= " " and c != "\x7f" else f"\\x{ord(c):02x}" for c in escaped)
     return f'299 - "{escaped}"'.encode("utf-8", "replace")
+
+
+def is_apply(request: Request) -> bool:
+    """A server-side apply request (`PATCH` with `application/apply-patch+yaml`)."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return request.method == "PATCH" and media == APPLY_PATCH
+
+
+def apply_config(body: bytes, kind: str) -> dict[str, Any]:
+    """An apply configuration: YAML (JSON is YAML too), one object of `kind`."""
+    try:
+        config = yaml.safe_load(body)
+    except yaml.YAMLError as exc:
+        raise errors.bad_request(f"error decoding YAML: {exc}") from None
+    if not isinstance(config, dict):
+        raise errors.bad_request("an apply configuration must be one object")
+    check_kind({k: v for k, v in config.items() if k != "apiVersion"}, kind)
+    return config
+
+
+def server_side_apply_request(
+    request: Request,
+    live: dict[str, Any],
+    config: dict[str, Any],
+    *,
+    definition: str,
+    subresource: str | None = None,
+    defs: Mapping[str, Any] | None = None,
+    api_version: str = "v1",
+) -> ApplyResult:
+    """`apply.server_side_apply` with the request's fieldManager and force; a conflict is
+    kube-apiserver's 409."""
+    manager = request.query_params.get("fieldManager")
+    if not manager:
+        raise errors.bad_request("PATCH requests with apply must set the fieldManager parameter")
+    try:
+        return server_side_apply(
+            live,
+            config,
+            definition=definition,
+            manager=manager,
+            force=request.query_params.get("force") in ("true", "1"),
+            now=datetime.now(UTC),
+            api_version=api_version,
+            subresource=subresource,
+            defs=defs,
+        )
+    except ApplyConflict as conflict:
+        fields = [(f'conflict with "{m}"', render_path(p)) for m, p in conflict.conflicts]
+        message = conflict_message(conflict.conflicts, api_version)
+        raise errors.apply_conflict(message, fields) from None
 
 
 def check_kind(data: Any, kind: str) -> None:

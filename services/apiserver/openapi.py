@@ -208,7 +208,9 @@ def _cloneset_schemas() -> dict[str, Any]:
     return {CLONESET_DEFINITION: cloneset, **own}
 
 
-def _all_definitions() -> dict[str, Any]:
+@functools.cache
+def all_definitions() -> dict[str, Any]:
+    """Kubernetes' definitions plus the CloneSet ones (JSON Schema form, `#/$defs/` refs)."""
     return {**definitions(), **_cloneset_schemas()}
 
 
@@ -355,7 +357,7 @@ _INFO = {"title": "Kubernetes", "version": f"v{KUBERNETES_VERSION}"}
 def v3_document(prefix: str) -> dict[str, Any]:
     """The OpenAPI 3.0 document of one group-version (`api/v1`, `apis/<group>/<version>`)."""
     resources = [r for r in served_resources() if r.prefix == prefix]
-    defs = _all_definitions()
+    defs = all_definitions()
     names = reachable([*_ALWAYS, *(r.definition for r in resources)], defs)
     return {
         "openapi": "3.0.0",
@@ -373,7 +375,7 @@ def v3_document(prefix: str) -> dict[str, Any]:
 def v2_document() -> dict[str, Any]:
     """The Swagger 2.0 document of everything served (kube-apiserver's /openapi/v2)."""
     resources = served_resources()
-    defs = _all_definitions()
+    defs = all_definitions()
     names = reachable([*_ALWAYS, *(r.definition for r in resources)], defs)
     return {
         "swagger": "2.0",

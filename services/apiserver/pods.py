@@ -17,14 +17,17 @@ from services.apiserver.admission import AdmissionClient
 from services.apiserver.defaulting import default_pod_json
 from services.apiserver.fielderrors import invalid_status
 from services.apiserver.http import (
+    apply_config,
     check_kind,
     decode,
     decode_checked,
+    is_apply,
     list_or_watch,
     ok,
     ok_object,
     parse_json,
     read_body,
+    server_side_apply_request,
 )
 from services.apiserver.patching import PatchError, apply_patch
 from services.apiserver.validation import (
@@ -37,6 +40,7 @@ from services.apiserver.validation import (
 from services.apiserver.writer import Writer
 
 KIND = "Pod"
+POD_DEFINITION = "io.k8s.api.core.v1.Pod"
 
 
 class PodHandlers:
@@ -75,6 +79,9 @@ class PodHandlers:
     async def create(self, request: Request) -> Response:
         namespace = request.path_params["namespace"]
         data = parse_json(await read_body(request))
+        return await self._create(request, namespace, data)
+
+    async def _create(self, request: Request, namespace: str, data: Any) -> Response:
         check_kind(data, KIND)
         pod = decode_checked(request, Pod, data, KIND, _name_in(data), default_pod_json)
         if pod.metadata.namespace not in (None, namespace):
@@ -130,9 +137,25 @@ class PodHandlers:
         the resize subresource (Kubernetes refuses them here)."""
         namespace, name = request.path_params["namespace"], request.path_params["name"]
         body = await read_body(request)
+        if is_apply(request) and self.model.get("pods", (namespace, name)) is None:
+            # Server-side apply of a new object creates it, owned by its field manager.
+            config = apply_config(body, KIND)
+            result = server_side_apply_request(request, {}, config, definition=POD_DEFINITION)
+            data = {**config, **result.merged}
+            data["metadata"] = {**(config.get("metadata") or {}), **result.merged["metadata"]}
+            return await self._create(request, namespace, data)
         async with self.writer.lock(("pods", namespace, name)):
             old = self._pod(namespace, name)
-            new = self._incoming(request, old, body)
+            managed = None
+            if is_apply(request):
+                config = apply_config(body, KIND)
+                result = server_side_apply_request(
+                    request, old.to_k8s(), config, definition=POD_DEFINITION
+                )
+                managed = result.merged["metadata"]["managedFields"]
+                new = decode_checked(request, Pod, result.merged, KIND, name, default_pod_json)
+            else:
+                new = self._incoming(request, old, body)
             problems = validate_pod_update(old, new)
             if problems:
                 raise errors.ApiError(invalid_status(KIND, name, problems))
@@ -147,6 +170,7 @@ class PodHandlers:
                     c.image != images[c.name]
                     for c in [*old.spec.containers, *(old.spec.init_containers or [])]
                 )
+                or (managed is not None and managed != old.metadata.managed_fields)
             )
             if changed:
                 await self.writer.commit(
@@ -157,6 +181,7 @@ class PodHandlers:
                         labels=new.metadata.labels,
                         annotations=new.metadata.annotations,
                         images=images,
+                        managed_fields=managed,
                     ),
                     self._correlation(request),
                 )
@@ -174,9 +199,18 @@ class PodHandlers:
         body = await read_body(request)
         async with self.writer.lock(("pods", namespace, name)):
             old = self._pod(namespace, name)
-            # Only resources and resizePolicy are taken from the body (resize_view), so the
-            # rest is neither schema-checked nor kept: the hot path decodes what it uses.
-            patched = self._incoming(request, old, body, check_schema=False)
+            managed = None
+            if is_apply(request):  # a controller (VPA-like) owning the resources it sets
+                config = apply_config(body, KIND)
+                result = server_side_apply_request(
+                    request, old.to_k8s(), config, definition=POD_DEFINITION, subresource="resize"
+                )
+                managed = result.merged["metadata"]["managedFields"]
+                patched = decode(Pod, result.merged, KIND)
+            else:
+                # Only resources and resizePolicy are taken from the body (resize_view), so
+                # the rest is neither schema-checked nor kept: the hot path decodes what it uses.
+                patched = self._incoming(request, old, body, check_schema=False)
             desired = resize_view(old, patched)
             problems = validate_pod_resize(old, desired)
             if problems:
@@ -184,7 +218,9 @@ class PodHandlers:
             if _resources_of(desired) == _resources_of(old):
                 return self._current(namespace, name)  # nothing to resize: a no-op, like K8s
             desired = await self.admission.admit_pod("UPDATE", desired, old, "resize")
-            await self.writer.commit(_proposal(desired), self._correlation(request))
+            proposal = _proposal(desired)
+            proposal.managed_fields = managed
+            await self.writer.commit(proposal, self._correlation(request))
         return self._current(namespace, name)
 
     def _incoming(

@@ -20,14 +20,18 @@ from schemas.workload import API_VERSION, KIND, CloneSet, CloneSetStatus
 from services.apiserver import discovery, errors
 from services.apiserver.fielderrors import FieldError, invalid, invalid_status
 from services.apiserver.http import (
+    apply_config,
     check_kind,
     decode,
+    is_apply,
     list_or_watch,
     ok,
     ok_object,
     parse_json,
     read_body,
+    server_side_apply_request,
 )
+from services.apiserver.openapi import CLONESET_DEFINITION, all_definitions
 from services.apiserver.patching import PatchError, apply_patch
 from services.apiserver.workloadvalidation import validate_clone_set
 from services.apiserver.writer import Writer
@@ -128,7 +132,9 @@ class CloneSetHandlers:
 
     async def create(self, request: Request) -> Response:
         namespace = request.path_params["namespace"]
-        cs = _decode(parse_json(await read_body(request)))
+        return await self._create(namespace, _decode(parse_json(await read_body(request))))
+
+    async def _create(self, namespace: str, cs: CloneSet) -> Response:
         meta = cs.metadata
         if meta.namespace not in (None, namespace):
             raise errors.bad_request(
@@ -164,9 +170,19 @@ class CloneSetHandlers:
 
     async def update(self, request: Request) -> Response:
         namespace, name = self._where(request)
+        if is_apply(request):
+            config = apply_config(await read_body(request), KIND)
+            if self.model.get(COLLECTION, (namespace, name)) is None:
+                # Server-side apply of a new CloneSet creates it, owned by its field manager.
+                merged = _applied(request, {}, config)
+                merged["metadata"] = {**(config.get("metadata") or {}), **merged["metadata"]}
+                return await self._create(namespace, _decode({**config, **merged}))
         async with self.writer.lock((COLLECTION, namespace, name)):
             current = self._get(namespace, name)
-            new = await self._incoming(request, current)
+            if is_apply(request):
+                new = _decode(_applied(request, current.to_k8s(), config))
+            else:
+                new = await self._incoming(request, current)
             await self._replace_spec(current, new)
         return self._current(namespace, name)
 
@@ -224,6 +240,18 @@ class CloneSetHandlers:
                 new.spec.replicas = replicas
                 await self._replace_spec(current, new)
         return ok(_scale(self._get(namespace, name)))
+
+
+def _applied(request: Request, live: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    result = server_side_apply_request(
+        request,
+        live,
+        config,
+        definition=CLONESET_DEFINITION,
+        defs=all_definitions(),
+        api_version=API_VERSION,
+    )
+    return result.merged
 
 
 def _scale(cs: CloneSet) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from schemas.k8s import (
     Status,
 )
 from schemas.quantity import Quantity
+from tests.factories import with_value
 
 
 def drop_nulls(value: Any) -> Any:
@@ -618,13 +619,7 @@ def test_python_names_and_aliases_both_accepted() -> None:
     assert out["status"] == {"hostIP": "10.0.0.1", "podIP": "10.244.0.5", "resize": "Proposed"}
 
 
-def _with(doc: dict[str, Any], path: tuple[str | int, ...], value: Any) -> dict[str, Any]:
-    out = copy.deepcopy(doc)
-    target: Any = out
-    for key in path[:-1]:
-        target = target[key]
-    target[path[-1]] = value
-    return out
+_with = with_value
 
 
 UNTYPED_FIELDS: list[tuple[str, type[K8sModel], dict[str, Any], tuple[str | int, ...]]] = [

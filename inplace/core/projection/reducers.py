@@ -175,11 +175,15 @@ def reduce_pod(
                     if change.resize_policy is not None:
                         by_name[change.name].resize_policy = list(change.resize_policy)
         pod.metadata.generation = (pod.metadata.generation or 1) + 1
+        if payload.managed_fields is not None:
+            pod.metadata.managed_fields = list(payload.managed_fields)
         status.resize = "Proposed"
         _resize_conditions(pod, when, None, None)
     elif isinstance(payload, ev.PodUpdated):
         pod.metadata.labels = dict(payload.labels) if payload.labels else None
         pod.metadata.annotations = dict(payload.annotations) if payload.annotations else None
+        if payload.managed_fields is not None:
+            pod.metadata.managed_fields = list(payload.managed_fields)
         for container in [*pod.spec.containers, *(pod.spec.init_containers or [])]:
             container.image = payload.images.get(container.name, container.image)
     elif isinstance(payload, ev.ResizeStatusChanged):

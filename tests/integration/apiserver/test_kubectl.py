@@ -9,6 +9,7 @@ import os
 import re
 from pathlib import Path
 
+import httpx
 import yaml
 
 from tests.integration.conftest import RoleProcess, kubectl
@@ -95,6 +96,21 @@ async def test_apply_a_cloneset(apiserver: RoleProcess) -> None:
     assert done.stdout.strip() == "cloneset.apps.inplace.dev/web created"
     got = json.loads((await kubectl(apiserver, "get", "clonesets", "web", "-o", "json")).stdout)
     assert got["spec"]["replicas"] == 2
+    # Server-side: another CloneSet applied, then scaled by a second apply of its manager.
+    cloneset["metadata"]["name"] = "api"
+    done = await kubectl(apiserver, "apply", "--server-side", "-f", "-", stdin=json.dumps(cloneset))
+    assert done.stdout.strip() == "cloneset.apps.inplace.dev/api serverside-applied"
+    cloneset["spec"]["replicas"] = 5
+    await kubectl(apiserver, "apply", "--server-side", "-f", "-", stdin=json.dumps(cloneset))
+    got = json.loads(
+        (
+            await kubectl(
+                apiserver, "get", "clonesets", "api", "-o", "json", "--show-managed-fields"
+            )
+        ).stdout
+    )
+    assert got["spec"]["replicas"] == 5
+    assert got["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:replicas"] == {}
 
 
 async def test_server_dry_run_is_refused_not_written(apiserver: RoleProcess) -> None:
@@ -188,3 +204,92 @@ async def test_get_watch_prints_new_rows(apiserver: RoleProcess) -> None:
     assert rows[0] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
     assert rows[1][:3] == ["nginx", "0/1", "Pending"]
     assert rows[2][:3] == ["myapp-pod", "0/1", "Pending"]
+
+
+async def test_server_side_apply_owns_fields_and_reports_conflicts(apiserver: RoleProcess) -> None:
+    manifest = yaml.safe_load((MANIFESTS / "11-resize-policy-docs.yaml").read_text())
+    done = await kubectl(
+        apiserver, "apply", "--server-side", "-f", "-", stdin=yaml.safe_dump(manifest)
+    )
+    assert done.stdout.strip() == "pod/resize-demo serverside-applied"
+    manifest["metadata"]["labels"] = {"app": "demo"}
+    await kubectl(apiserver, "apply", "--server-side", "-f", "-", stdin=yaml.safe_dump(manifest))
+    pod = json.loads(
+        (
+            await kubectl(
+                apiserver, "get", "pod", "resize-demo", "-o", "json", "--show-managed-fields"
+            )
+        ).stdout
+    )
+    assert pod["metadata"]["labels"] == {"app": "demo"}
+    (entry,) = pod["metadata"]["managedFields"]
+    assert entry["manager"] == "kubectl" and entry["operation"] == "Apply"
+    assert "f:app" in entry["fieldsV1"]["f:metadata"]["f:labels"]
+    assert 'k:{"name":"pause"}' in entry["fieldsV1"]["f:spec"]["f:containers"]
+
+    # Another manager setting a field kubectl owns to another value: 409, unless forced.
+    other = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "resize-demo", "labels": {"app": "other"}},
+    }
+    clash = await kubectl(
+        apiserver, "apply", "--server-side", "--field-manager=deployer", "-f", "-",
+        stdin=json.dumps(other), check=False,
+    )  # fmt: skip
+    assert clash.returncode != 0
+    assert (
+        'Apply failed with 1 conflict: conflict with "kubectl" using v1: .metadata.labels.app'
+        in clash.stderr
+    )
+    forced = await kubectl(
+        apiserver, "apply", "--server-side", "--field-manager=deployer", "--force-conflicts",
+        "-f", "-", stdin=json.dumps(other),
+    )  # fmt: skip
+    assert forced.stdout.strip() == "pod/resize-demo serverside-applied"
+    pod = json.loads(
+        (
+            await kubectl(
+                apiserver, "get", "pod", "resize-demo", "-o", "json", "--show-managed-fields"
+            )
+        ).stdout
+    )
+    assert pod["metadata"]["labels"] == {"app": "other"}
+    managers = {e["manager"]: e for e in pod["metadata"]["managedFields"]}
+    assert "f:labels" not in managers["kubectl"]["fieldsV1"].get("f:metadata", {})
+    assert "f:app" in managers["deployer"]["fieldsV1"]["f:metadata"]["f:labels"]
+
+
+async def test_a_controller_applies_resources_through_resize(apiserver: RoleProcess) -> None:
+    """A VPA-like controller owns the resources it sets, through pods/<name>/resize."""
+    await kubectl(apiserver, "apply", "-f", str(MANIFESTS / "11-resize-policy-docs.yaml"))
+    config = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "resize-demo"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "pause",
+                    "resources": {
+                        "requests": {"cpu": "800m", "memory": "200Mi"},
+                        "limits": {"cpu": "800m", "memory": "200Mi"},
+                    },
+                }
+            ]
+        },
+    }
+    async with httpx.AsyncClient(base_url=apiserver.url, timeout=10) as http:
+        url = "/api/v1/namespaces/default/pods/resize-demo/resize"
+        headers = {"content-type": "application/apply-patch+yaml"}
+        r = await http.patch(
+            url, params={"fieldManager": "vpa"}, content=yaml.safe_dump(config), headers=headers
+        )
+        assert r.status_code == 200, r.text
+        pod = r.json()
+        assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "800m"
+        assert pod["status"]["resize"] == "Proposed"
+        vpa = next(e for e in pod["metadata"]["managedFields"] if e["manager"] == "vpa")
+        assert vpa["subresource"] == "resize" and vpa["operation"] == "Apply"
+        missing = await http.patch(url, content=yaml.safe_dump(config), headers=headers)
+        assert missing.status_code == 400 and "fieldManager" in missing.json()["message"]

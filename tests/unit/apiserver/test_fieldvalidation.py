@@ -9,6 +9,7 @@ import pytest
 
 from services.apiserver.errors import ApiError
 from services.apiserver.fieldvalidation import Directive, check, directive
+from tests.factories import with_value
 
 POD_DEF = "io.k8s.api.core.v1.Pod"
 
@@ -48,12 +49,7 @@ FULL_POD["spec"].pop("optional")
 
 
 def _with(path: list[str | int], value: Any, base: dict[str, Any] = FULL_POD) -> dict[str, Any]:
-    data = copy.deepcopy(base)
-    node: Any = data
-    for step in path[:-1]:
-        node = node[step]
-    node[path[-1]] = value
-    return data
+    return with_value(base, path, value)
 
 
 def _status(data: dict[str, Any], how: Directive = "Strict") -> dict[str, Any]:
