@@ -246,10 +246,11 @@ class Toleration(K8sModel):
     """core/v1 Toleration: lets a pod onto (or stay on) a node with a matching taint."""
 
     key: str | None = None
-    # "" (as None) means Equal; an empty effect matches every effect.
-    operator: Literal["Exists", "Equal", ""] | None = None
+    # Exists | Equal ("" means Equal); an empty effect matches every effect. Strings, not
+    # Literals: a bad value is a 422 naming the field (validation), as kube-apiserver answers.
+    operator: str | None = None
     value: str | None = None
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute", ""] | None = None
+    effect: str | None = None
     toleration_seconds: int | None = None
 
 
@@ -257,7 +258,7 @@ class NodeSelectorRequirement(K8sModel):
     """core/v1 NodeSelectorRequirement: `key <operator> values` on a node's labels or fields."""
 
     key: str
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    operator: str  # In | NotIn | Exists | DoesNotExist | Gt | Lt (validation: 422 otherwise)
     values: list[str] | None = None
 
 

@@ -50,6 +50,8 @@ from schemas.k8s import (
     RESOURCE_MEMORY,
     Container,
     ContainerResizePolicy,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
     ObjectMeta,
     Pod,
     ResourceList,
@@ -77,6 +79,7 @@ __all__ = [
     "UPDATABLE_POD_SPEC_FIELDS",
     "default_pod",
     "resize_view",
+    "validate_node_affinity_and_tolerations",
     "validate_pod_create",
     "validate_pod_resize",
     "validate_pod_update",
@@ -790,7 +793,156 @@ def validate_pod_create(pod: Pod) -> list[FieldError]:
     (cpu|memory, NotRequired|RestartContainer, no duplicates, NotRequired only when the pod's
     restartPolicy is Never) and init containers' restartPolicy (only Always, a sidecar).
     """
-    return _validate_pod_metadata_and_spec(pod)
+    return _validate_pod_metadata_and_spec(pod) + validate_node_affinity_and_tolerations(pod)
+
+
+# --- node affinity and tolerations --------------------------------------------------------------
+
+_NODE_SELECTOR_OPS = ["DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn"]
+_TOLERATION_OPS = ["Equal", "Exists"]
+_TAINT_EFFECTS = ["NoExecute", "NoSchedule", "PreferNoSchedule"]
+
+
+def _validate_node_selector_requirement(
+    req: NodeSelectorRequirement, path: str, *, field_selector: bool
+) -> list[FieldError]:
+    """ValidateNodeSelectorRequirement / ValidateNodeFieldSelectorRequirement."""
+    errs: list[FieldError] = []
+    values = req.values or []
+    values_path = child(path, "values")
+    if field_selector:
+        if req.operator in ("In", "NotIn"):
+            if len(values) != 1:
+                errs.append(
+                    required(
+                        values_path,
+                        "must be only one value when `operator` is 'In' or 'NotIn' for node "
+                        "field selector",
+                    )
+                )
+        else:
+            errs.append(not_supported(child(path, "operator"), req.operator, ["In", "NotIn"]))
+        if req.key != "metadata.name":
+            errs.append(invalid(child(path, "key"), req.key, "not a valid field selector key"))
+        return errs
+    if req.operator in ("In", "NotIn"):
+        if not values:
+            errs.append(
+                required(values_path, "must be specified when `operator` is 'In' or 'NotIn'")
+            )
+    elif req.operator in ("Exists", "DoesNotExist"):
+        if values:
+            errs.append(
+                forbidden(
+                    values_path,
+                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                )
+            )
+    elif req.operator in ("Gt", "Lt"):
+        if len(values) != 1:
+            errs.append(
+                required(
+                    values_path, "must be specified single value when `operator` is 'Lt' or 'Gt'"
+                )
+            )
+        else:
+            # The scheduler compares Gt/Lt as integers; a value that is not one never matches.
+            try:
+                int(values[0])
+            except ValueError:
+                errs.append(invalid(index(values_path, 0), values[0], "must be a valid integer"))
+    else:
+        errs.append(not_supported(child(path, "operator"), req.operator, _NODE_SELECTOR_OPS))
+    errs += [invalid(child(path, "key"), req.key, msg) for msg in _is_qualified_name(req.key)]
+    return errs
+
+
+def _validate_node_selector_term(term: NodeSelectorTerm, path: str) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for i, req in enumerate(term.match_expressions or []):
+        errs += _validate_node_selector_requirement(
+            req, index(child(path, "matchExpressions"), i), field_selector=False
+        )
+    for i, req in enumerate(term.match_fields or []):
+        errs += _validate_node_selector_requirement(
+            req, index(child(path, "matchFields"), i), field_selector=True
+        )
+    return errs
+
+
+def validate_node_affinity_and_tolerations(pod: Pod) -> list[FieldError]:
+    """validateAffinity (node affinity part) and ValidateTolerations, with kube-apiserver's
+    messages: the scheduler would otherwise silently treat a bad term as matching nothing."""
+    errs: list[FieldError] = []
+    spec = pod.spec
+    node_affinity = spec.affinity.node_affinity if spec.affinity is not None else None
+    if node_affinity is not None:
+        path = "spec.affinity.nodeAffinity"
+        req = node_affinity.required_during_scheduling_ignored_during_execution
+        if req is not None:
+            terms_path = child(
+                path, "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"
+            )
+            if not req.node_selector_terms:
+                errs.append(required(terms_path, "must have at least one node selector term"))
+            for i, term in enumerate(req.node_selector_terms):
+                errs += _validate_node_selector_term(term, index(terms_path, i))
+        preferred = node_affinity.preferred_during_scheduling_ignored_during_execution or []
+        pref_path = child(path, "preferredDuringSchedulingIgnoredDuringExecution")
+        for i, pref in enumerate(preferred):
+            if not 1 <= pref.weight <= 100:
+                errs.append(
+                    invalid(
+                        child(index(pref_path, i), "weight"),
+                        pref.weight,
+                        "must be in the range 1-100",
+                    )
+                )
+            errs += _validate_node_selector_term(
+                pref.preference, child(index(pref_path, i), "preference")
+            )
+    for i, tol in enumerate(spec.tolerations or []):
+        path = index("spec.tolerations", i)
+        if tol.key:
+            errs += [
+                invalid(child(path, "key"), tol.key, msg) for msg in _is_qualified_name(tol.key)
+            ]
+        if not tol.key and tol.operator != "Exists":
+            errs.append(
+                invalid(
+                    child(path, "operator"),
+                    tol.operator or "",
+                    'operator must be Exists when `key` is empty, which means "match all values '
+                    'and all keys"',
+                )
+            )
+        if tol.toleration_seconds is not None and tol.effect != "NoExecute":
+            errs.append(
+                invalid(
+                    child(path, "effect"),
+                    tol.effect or "",
+                    "effect must be 'NoExecute' when `tolerationSeconds` is set",
+                )
+            )
+        if tol.operator in (None, "", "Equal"):
+            errs += [
+                invalid(child(path, "operator"), tol.value or "", msg)
+                for msg in _is_label_value(tol.value or "")
+            ]
+        elif tol.operator == "Exists":
+            if tol.value:
+                errs.append(
+                    invalid(
+                        child(path, "operator"),
+                        tol.operator,
+                        "value must be empty when `operator` is 'Exists'",
+                    )
+                )
+        else:
+            errs.append(not_supported(child(path, "operator"), tol.operator, _TOLERATION_OPS))
+        if tol.effect and tol.effect not in _TAINT_EFFECTS:
+            errs.append(not_supported(child(path, "effect"), tol.effect, _TAINT_EFFECTS))
+    return errs
 
 
 # --- JSON diffs ---------------------------------------------------------------------------------
