@@ -4,6 +4,7 @@ through `kubectl patch --subresource resize` in all three patch types."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -93,50 +94,62 @@ RESIZES = [
 ]
 
 
+def resized(resources: dict[str, Any], step: int) -> dict[str, Any]:
+    """New cpu/memory values that keep the QoS class: each request becomes 100+10·step units,
+    each limit the same (where it equalled the request) or twice that; other resources kept."""
+    out = copy.deepcopy(resources)
+    requests, limits = out.get("requests", {}), out.get("limits", {})
+    for name, unit in (("cpu", "m"), ("memory", "Mi")):
+        if name not in requests:
+            continue
+        value = 100 + 10 * step
+        if name in limits:
+            same = Quantity(str(limits[name])) == Quantity(str(requests[name]))
+            limits[name] = f"{value if same else 2 * value}{unit}"
+        requests[name] = f"{value}{unit}"
+    return out
+
+
 async def test_kubectl_resizes_manifest_pods_in_every_patch_type(apiserver: RoleProcess) -> None:
-    """`kubectl patch --subresource resize` with strategic, merge and JSON patches; a merge
-    patch carrying only the container's name and resources replaces the container list in
-    the patched object, and the resize subresource still takes only the resources."""
-    for manifest in ("02-helm-web.yaml", "11-resize-policy-docs.yaml", "15-guaranteed-java.yaml"):
-        sent = load(Path(__file__).parent / "manifests" / manifest)
-        await kubectl(apiserver, "create", "-f", "-", stdin=json.dumps(sent))
-        name = sent["metadata"]["name"]
-        container = sent["spec"]["containers"][0]
+    """Every manifest's pod resized with `kubectl patch --subresource resize` in strategic,
+    merge and JSON patches; a merge patch carrying only the container's name and resources
+    replaces the container list in the patched object, and the resize subresource still takes
+    only the resources (everything else stays as it was)."""
+    await kubectl(apiserver, "apply", "-f", str(MANIFESTS[0].parent))
+    for path in MANIFESTS:
+        name = load(path)["metadata"]["name"]
         before = json.loads((await kubectl(apiserver, "get", "pod", name, "-o", "json")).stdout)
+        container = before["spec"]["containers"][0]
         for step, (patch_type, template) in enumerate(RESIZES, start=1):
-            cpu, memory = f"{step + 1}50m", f"{step + 1}50Mi"  # never a manifest's own
-            wanted = {
-                "requests": {"cpu": cpu, "memory": memory},
-                "limits": {"cpu": cpu, "memory": memory},
-            }
-            if not container["resources"].get("limits"):
-                wanted.pop("limits")
+            wanted = resized(container["resources"], step)
             if patch_type == "json":
                 body = template % json.dumps(wanted)
             else:
                 body = template % (container["name"], json.dumps(wanted))
             await kubectl(
-                apiserver,
-                "patch",
-                "pod",
-                name,
-                "--subresource",
-                "resize",
-                "--type",
-                patch_type,
-                "-p",
-                body,
-            )
+                apiserver, "patch", "pod", name, "--subresource", "resize", "--type", patch_type,
+                "-p", body,
+            )  # fmt: skip
             now = json.loads((await kubectl(apiserver, "get", "pod", name, "-o", "json")).stdout)
             resources = now["spec"]["containers"][0]["resources"]
-            assert resources["requests"] == {"cpu": cpu, "memory": memory}, (manifest, patch_type)
-            assert now["status"].get("resize") == "Proposed", (manifest, patch_type, now)
+            assert resources == wanted, (path.name, patch_type)
+            assert now["status"].get("resize") == "Proposed", (path.name, patch_type)
+            assert now["status"]["qosClass"] == before["status"]["qosClass"]
             # Everything else as it was: probes, env, volumes, other containers.
             for key in ("volumes", "tolerations", "initContainers", "affinity"):
-                assert now["spec"].get(key) == before["spec"].get(key), (manifest, key)
+                assert now["spec"].get(key) == before["spec"].get(key), (path.name, key)
             rest = {k: v for k, v in now["spec"]["containers"][0].items() if k != "resources"}
-            was = {k: v for k, v in before["spec"]["containers"][0].items() if k != "resources"}
-            assert rest == was, (manifest, patch_type)
+            was = {k: v for k, v in container.items() if k != "resources"}
+            assert rest == was, (path.name, patch_type)
+        got = _rows_of((await kubectl(apiserver, "get", "pod", name)).stdout)
+        assert got[0] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+        spec = before["spec"]
+        sidecars = [c for c in spec.get("initContainers", []) if c.get("restartPolicy") == "Always"]
+        assert got[1][:3] == [name, f"0/{len(spec['containers']) + len(sidecars)}", "Pending"]
+
+
+def _rows_of(text: str) -> list[list[str]]:
+    return [line.split() for line in text.strip().splitlines()]
 
 
 async def test_official_client_creates_a_full_v1pod(apiserver: RoleProcess) -> None:
