@@ -23,6 +23,20 @@ class Conflict(Exception):
     """The object changed since it was read (409) or is gone (404): decide again."""
 
 
+class Refused(Exception):
+    """The apiserver refused the write for good (a 4xx other than 404/409: 422 invalid, 403
+    quota or LimitRange, 400): the same request cannot succeed later."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class Unavailable(Exception):
+    """The apiserver could not answer (5xx, connection refused, timeout): try again later."""
+
+
 class ApiClient:
     def __init__(self, base_url: str) -> None:
         self.http = httpx.AsyncClient(base_url=base_url, timeout=30)
@@ -31,10 +45,17 @@ class ApiClient:
         await self.http.aclose()
 
     async def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        response = await self.http.request(method, path, **kwargs)
-        if response.status_code in (404, 409):
+        try:
+            response = await self.http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise Unavailable(f"{method} {path}: {exc!r}") from None
+        code = response.status_code
+        if code in (404, 409):
             raise Conflict(f"{method} {path}: {response.text[:300]}")
-        response.raise_for_status()
+        if 400 <= code < 500:
+            raise Refused(code, _message(response))
+        if code >= 500:
+            raise Unavailable(f"{method} {path}: {code} {_message(response)}")
         body: dict[str, Any] = response.json()
         return body
 
@@ -106,3 +127,13 @@ class ApiClient:
         await self._call(
             "POST", f"/api/v1/namespaces/{cs.metadata.namespace}/events", json=event.to_k8s()
         )
+
+
+def _message(response: httpx.Response) -> str:
+    """The Status message of an error answer (its body, cut, when it is not a Status)."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:300]
+    message = body.get("message") if isinstance(body, dict) else None
+    return str(message) if message else response.text[:300]

@@ -356,3 +356,28 @@ def reconcile(inputs: Inputs) -> Plan:
         run.update()
     run.summarize()
     return run.plan
+
+
+def refused(cs: CloneSet, status: CloneSetStatus, pod: Pod, message: str, now: datetime) -> Plan:
+    """The apiserver refused a pod's resize for good (422: e.g. a QoS change; 403: quota or
+    LimitRange). That pod's update failed, so the revision fails as an Infeasible one does:
+    `Report` stops the rollout, `Rollback` resizes the updated pods back (on the next
+    reconcile, which sees `failedRevision`). Recorded in the CloneSet's status, so a restarted
+    controller does not send the same request again. The pod never changed: its lifecycle goes
+    back to Normal at the revision it still runs."""
+    out = status.model_copy(deep=True)
+    note = f"pod {pod.metadata.name}: the apiserver refused the resize: {message}"
+    if cs.spec.update_strategy.on_infeasible == "Rollback":
+        reason, text = "RollingBack", f"rolling back to {out.current_revision}: {note}"
+    else:
+        reason, text = "Infeasible", f"rollout of {out.update_revision} stopped: {note}"
+    out.failed_revision = out.update_revision
+    others = [c for c in out.conditions or [] if c.type != FAILED]
+    condition = CloneSetCondition(
+        type=FAILED, status="True", reason=reason, message=text, last_transition_time=now
+    )
+    out.conditions = [*others, condition]
+    labels, annotations = lifecycle.relabel(pod, "Normal", target=None)
+    return Plan(
+        actions=[Relabel(pod, labels, annotations), Emit("Warning", reason, text)], status=out
+    )

@@ -24,7 +24,7 @@ from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
 from schemas.events import PODS, WORKLOADS, PodEvent
 from schemas.workload import CloneSet
-from services.workload.client import ApiClient, Conflict
+from services.workload.client import ApiClient, Conflict, Refused, Unavailable
 from services.workload.ownership import OwnedPods
 from services.workload.planner import (
     Action,
@@ -35,12 +35,14 @@ from services.workload.planner import (
     Relabel,
     Resize,
     reconcile,
+    refused,
 )
 from services.workload.revisions import RevisionHistory
 
 ROLE = "workload"
 INPUT_TOPICS = (PODS, WORKLOADS)
 IDLE_TICK = 1.0  # s: Deferred timeouts expire without any new record
+MAX_BACKOFF = 30.0  # s: the longest wait before trying an unavailable apiserver again
 log = logging.getLogger(__name__)
 
 
@@ -65,17 +67,28 @@ class Controller:
 
     async def run(self) -> None:
         await self.model.ready.wait()
+        backoff = IDLE_TICK
         while True:
             self.wake.clear()
             clone_sets = sorted(self.model.objects("clonesets").items())
+            unavailable = False
             for _, cs in clone_sets:
                 try:
                     await self.sync(cs)
                 except Conflict as exc:
                     log.info("decide again: %s", exc)
-            await self.collect_orphans([cs for _, cs in clone_sets])
+                except Refused as exc:  # not a resize (those fail the revision): retry later
+                    log.warning("%s: the apiserver refused a write: %s", cs.metadata.name, exc)
+                except Unavailable as exc:  # never a crash loop: back off and decide again
+                    log.warning("apiserver unavailable, retrying in %.0fs: %s", backoff, exc)
+                    unavailable = True
+                    break
+            if not unavailable:
+                with contextlib.suppress(Unavailable, Refused):
+                    await self.collect_orphans([cs for _, cs in clone_sets])
+            backoff = min(backoff * 2, MAX_BACKOFF) if unavailable else IDLE_TICK
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(IDLE_TICK):
+                async with asyncio.timeout(backoff):
                     await self.wake.wait()
 
     async def sync(self, cs: CloneSet) -> None:
@@ -96,7 +109,16 @@ class Controller:
             )
         )
         for action in plan.actions:
-            await self.execute(cs, action, now)
+            try:
+                await self.execute(cs, action, now)
+            except Refused as exc:
+                if not isinstance(action, Resize):
+                    raise
+                log.warning("%s: resize of %s refused: %s", name, action.pod.metadata.name, exc)
+                plan = refused(cs, plan.status, action.pod, exc.message, now)
+                for step in plan.actions:
+                    await self.execute(cs, step, now)
+                break
         if plan.status != cs.status:
             new = cs.model_copy(update={"status": plan.status})
             await self._seen(await self.client.put_status(new), WORKLOADS)

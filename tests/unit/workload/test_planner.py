@@ -20,6 +20,7 @@ from services.workload.planner import (
     Resize,
     new_pod,
     reconcile,
+    refused,
 )
 from services.workload.revisions import update_revision
 
@@ -190,3 +191,33 @@ def test_infeasible_pod_fails_the_revision(on_infeasible: str, reason: str) -> N
     inputs, _ = rolled(pods, new, old, failed_revision=target, conditions=[condition])
     after = kinds(reconcile(inputs).actions)
     assert after == ([] if on_infeasible == "Report" else [("Relabel", "web-0")])
+
+
+@pytest.mark.parametrize(
+    ("on_infeasible", "reason"), [("Report", "Infeasible"), ("Rollback", "RollingBack")]
+)
+def test_a_refused_resize_fails_the_revision_and_settles_the_pod(
+    on_infeasible: str, reason: str
+) -> None:
+    old, new = make_set("100m"), make_set("200m", onInfeasible=on_infeasible)
+    pod = running_pods(old, 1)[0]
+    labels, annotations = lifecycle.relabel(pod, "Updating", target=update_revision(new))
+    pod.metadata.labels, pod.metadata.annotations = labels, annotations
+    status = new.status.model_copy(
+        update={"update_revision": update_revision(new), "current_revision": update_revision(old)}
+    )
+    plan = refused(new, status, pod, 'Pod "web-0" is invalid: quota exceeded', NOW)
+    assert plan.status.failed_revision == update_revision(new)
+    (condition,) = plan.status.conditions or []
+    assert (condition.type, condition.status, condition.reason) == (
+        "VerticalUpdateFailed",
+        "True",
+        reason,
+    )
+    assert "pod web-0: the apiserver refused the resize: " in (condition.message or "")
+    relabel, emit = plan.actions
+    assert (
+        isinstance(relabel, Relabel) and relabel.labels[lifecycle.LIFECYCLE_STATE_LABEL] == "Normal"
+    )
+    assert lifecycle.TARGET_ANNOTATION not in relabel.annotations
+    assert emit.type == "Warning" and emit.reason == reason  # type: ignore[union-attr]
