@@ -508,7 +508,8 @@ class NodeAgent:
                         ),
                         key,
                     )
-                    await self._event(pod, "ResizeDeferred", decision.message)
+                    # Warning since 1.34, as the kubelet reports it.
+                    await self._event(pod, "ResizeDeferred", decision.message, "Warning")
                 # A waiting proposal never stops the current allocation from being applied
                 # (e.g. one a SIGKILL cut off mid-actuation).
                 await self._actuate(key)
@@ -544,6 +545,7 @@ class NodeAgent:
                 key,
             )
             await self._write(ev.ResizeStatusChanged(**self._ids(pod), resize="InProgress"), key)
+            await self._event(pod, "ResizeStarted", f"Pod resize started (generation {generation})")
             if shrinks:
                 self._retry_deferred()
         else:
@@ -643,7 +645,7 @@ class NodeAgent:
         if not result.ok:
             RUNTIME_ERRORS.labels("update").inc()
             if pod is not None:
-                await self._event(pod, "FailedResize", f"resize failed: {result.error}", "Warning")
+                await self._event(pod, "ResizeError", f"resize failed: {result.error}", "Warning")
             self._retry_later(key)  # stop, back off exponentially, retry (KEP-1287)
             return False
         if result.read_errors:

@@ -135,7 +135,7 @@ async def test_a_hung_runtime_is_a_failed_resize_not_a_stuck_kubelet(
         async def failed_resize_event() -> bool:
             events = await asyncio.to_thread(v1.list_namespaced_event, "default")
             return any(
-                e.reason == "FailedResize" and e.involved_object.name == "stuck"
+                e.reason == "ResizeError" and e.involved_object.name == "stuck"
                 for e in events.items
             )
 

@@ -110,3 +110,67 @@ async def test_running_pod_status_and_describe(
     assert json.loads((await kubectl(apiserver, "get", "pod", "web-0", "-o", "json")).stdout)[
         "status"
     ]["podIP"]
+
+
+async def test_resize_events_as_the_kubelet_emits_them(
+    apiserver: RoleProcess, kubelet: RoleProcess
+) -> None:
+    """Accepted: Normal ResizeStarted (with the generation) then ResizeCompleted; more than
+    the node: Warning ResizeInfeasible; more than is free now: Warning ResizeDeferred."""
+    base = f"{apiserver.url}/api/v1/namespaces/default/pods"
+    events_url = f"{apiserver.url}/api/v1/namespaces/default/events"
+
+    def cpu(value: str) -> dict[str, Any]:
+        rl = {"cpu": value, "memory": "64Mi"}
+        return {
+            "spec": {"containers": [{"name": "app", "resources": {"requests": rl, "limits": rl}}]}
+        }
+
+    async with httpx.AsyncClient(timeout=10) as http:
+        for name in ("a", "b"):
+            assert (await http.post(base, json=pod(name))).status_code == 201
+
+        async def phase(name: str) -> str | None:
+            return (await http.get(f"{base}/{name}")).json()["status"].get("phase")
+
+        for name in ("a", "b"):
+            await until(partial(phase, name), lambda p: p == "Running", f"{name} Running")
+
+        async def events_of(name: str) -> list[tuple[str, str, str]]:
+            items = (await http.get(events_url)).json()["items"]
+            return [
+                (e["type"], e["reason"], e["message"])
+                for e in items
+                if e["involvedObject"]["name"] == name
+            ]
+
+        assert (
+            await http.patch(f"{base}/a/resize", json=cpu("200m"), headers=SMP)
+        ).status_code == 200
+        seen = await until(
+            partial(events_of, "a"),
+            lambda es: any(r == "ResizeCompleted" for _, r, _ in es),
+            "completed",
+        )
+        assert ("Normal", "ResizeStarted", "Pod resize started (generation 2)") in seen
+        assert ("Normal", "ResizeCompleted", "Pod resize completed") in seen
+
+        assert (
+            await http.patch(f"{base}/a/resize", json=cpu("64"), headers=SMP)
+        ).status_code == 200
+        seen = await until(
+            partial(events_of, "a"),
+            lambda es: any(r == "ResizeInfeasible" for _, r, _ in es),
+            "infeasible",
+        )
+        assert any(t == "Warning" and r == "ResizeInfeasible" for t, r, _ in seen)
+
+        assert (
+            await http.patch(f"{base}/b/resize", json=cpu("3900m"), headers=SMP)
+        ).status_code == 200
+        seen = await until(
+            partial(events_of, "b"),
+            lambda es: any(r == "ResizeDeferred" for _, r, _ in es),
+            "deferred",
+        )
+        assert any(t == "Warning" and r == "ResizeDeferred" for t, r, _ in seen)
