@@ -11,6 +11,7 @@ from rich.console import Console
 
 from inplace.cli import infra, load, node, replay
 from inplace.cli.errors import fail, run_async
+from inplace.cli.output import OUTPUT, check_format, print_rows
 from inplace.cli.roles import ROLES, serve
 from inplace.core.service import configure_logging
 from inplace.core.settings import DEFAULT_PORTS, Settings
@@ -115,16 +116,22 @@ def up_cmd(
 
 
 @app.command("dead-letters")
-def dead_letters_cmd(limit: int = typer.Option(50, help="most recent N")) -> None:
-    """List records parked on the dead-letter topic, with where they came from and why."""
+def dead_letters_cmd(
+    limit: int = typer.Option(50, help="most recent N"), output: str = OUTPUT
+) -> None:
+    """List records parked on the dead-letter topic, with where they came from and why.
+
+    Exit codes: 0 printed (also when there are none), 1 unreachable Kafka, 2 bad option."""
     from inplace.core.bus.deadletters import read_dead_letters
 
+    fmt = check_format(output)
     s = Settings()
     rows = run_async(read_dead_letters(s.kafka_bootstrap, limit, s.topic_prefix))
-    if not rows:
+    if not rows and fmt == "table":
         out.print("no dead letters")
-    for row in rows:
-        out.print(f"{row.source}  consumer={row.consumer}  reason={row.reason}")
+        return
+    found = [{"source": r.source, "consumer": r.consumer, "reason": r.reason} for r in rows]
+    print_rows(found, ["source", "consumer", "reason"], fmt, console=out)
 
 
 def main() -> None:

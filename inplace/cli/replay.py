@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from inplace.cli.errors import fail, run_async
+from inplace.cli.output import OUTPUT, check_format, print_document, print_rows
 from inplace.core.projection.replay import parse_position, pod_history, rebuild, state_at
 from inplace.core.projection.store import ProjectionStore
 from inplace.core.settings import Settings
@@ -56,8 +57,11 @@ def rebuild_cmd(
 
 
 @app.command("checksum")
-def checksum_cmd() -> None:
-    """Print the live projection's checksum and row counts."""
+def checksum_cmd(output: str = OUTPUT) -> None:
+    """Print the live projection's checksum and row counts (`-o json|yaml`: one document).
+
+    Exit codes: 0 printed, 1 unreachable PostgreSQL, 2 bad option."""
+    fmt = check_format(output)
     s = Settings()
 
     async def go() -> tuple[str, dict[str, int]]:
@@ -69,13 +73,22 @@ def checksum_cmd() -> None:
             await conn.close()
 
     checksum, counts = run_async(go())
+    if print_document({"checksum": checksum, "counts": counts}, fmt):
+        return
     out.print(checksum)
     out.print("  ".join(f"{k}={v}" for k, v in counts.items()))
 
 
 @app.command("history")
-def history_cmd(pod: str = typer.Argument(..., help="<namespace>/<name>")) -> None:
-    """A pod's events in log order, with correlation ids and the time between steps."""
+def history_cmd(
+    pod: str = typer.Argument(..., help="<namespace>/<name>"),
+    output: str = OUTPUT,
+) -> None:
+    """A pod's events in log order, with correlation ids and the time between steps.
+
+    Exit codes: 0 events printed, 1 bad argument or unreachable Kafka, 2 bad option,
+    3 no events for the pod."""
+    fmt = check_format(output)
     if pod.count("/") != 1 or not all(pod.split("/")):
         raise fail(f"pod {pod!r} is not <namespace>/<name>")
     namespace, name = pod.split("/")
@@ -83,49 +96,52 @@ def history_cmd(pod: str = typer.Argument(..., help="<namespace>/<name>")) -> No
     entries = run_async(pod_history(s.kafka_bootstrap, namespace, name, s.topic_prefix))
     if not entries:
         raise fail(f"no events for pod {pod} in the log", code=3)
-    table = Table("offset", "time", "+delta", "event", "producer", "correlation id", "detail")
+    rows = []
     for entry in entries:
         env = entry.record.envelope
         detail = env.payload.model_dump(
             mode="json", by_alias=True, exclude_none=True, exclude={"namespace", "name", "uid"}
         )
-        table.add_row(
-            str(entry.record.position.offset),
-            env.time.strftime("%H:%M:%S.%f")[:-3],
-            "" if entry.since_previous is None else f"{entry.since_previous * 1000:.1f}ms",
-            env.type,
-            env.producer,
-            env.correlation_id,
-            _short(detail),
+        rows.append(
+            {
+                "offset": entry.record.position.offset,
+                "partition": entry.record.position.partition,
+                "time": env.time.isoformat(),
+                "delta_ms": None
+                if entry.since_previous is None
+                else round(entry.since_previous * 1000, 1),
+                "event": env.type,
+                "producer": env.producer,
+                "correlation_id": env.correlation_id,
+                "detail": detail if fmt != "table" else _short(detail),
+            }
         )
-    out.print(table)
+    columns = ["offset", "time", "delta_ms", "event", "producer", "correlation_id", "detail"]
+    print_rows(rows, columns, fmt, console=out)
 
 
 @app.command("state")
 def state_cmd(
     at: str = typer.Option(..., "--at", help="<topic>:<partition>:<offset>, e.g. pods:0:41"),
-    output: str = typer.Option("table", "-o", "--output", help="table | json"),
+    output: str = OUTPUT,
 ) -> None:
-    """The pods and nodes as of a position in the log."""
+    """The pods and nodes as of a position in the log (`-o json|yaml`: one document).
+
+    Exit codes: 0 printed, 1 bad position or unreachable Kafka, 2 bad option."""
+    fmt = check_format(output)
     try:
         position = parse_position(at)
     except ValueError as exc:
         raise fail(str(exc)) from None
-    if output not in ("table", "json"):
-        raise fail(f"--output must be table or json, not {output!r}")
     s = Settings()
     state, cut = run_async(state_at(s.kafka_bootstrap, position, s.topic_prefix))
-    if output == "json":
-        out.print_json(
-            json.dumps(
-                {
-                    "at": str(position),
-                    "time": cut.isoformat(),
-                    "pods": [p.to_k8s() for _, p in sorted(state.pods.items())],
-                    "nodes": [n.to_k8s() for _, n in sorted(state.nodes.items())],
-                }
-            )
-        )
+    document = {
+        "at": str(position),
+        "time": cut.isoformat(),
+        "pods": [p.to_k8s() for _, p in sorted(state.pods.items())],
+        "nodes": [n.to_k8s() for _, n in sorted(state.nodes.items())],
+    }
+    if print_document(document, fmt):
         return
     out.print(f"state at {position} ({cut.isoformat()})")
     pods = Table("namespace/name", "node", "phase", "resize", "desired", "allocated", "actual")

@@ -7,6 +7,8 @@ import socket
 import subprocess
 import sys
 
+import yaml
+
 from inplace.core.bus.producer import EventProducer
 from inplace.core.settings import Settings
 from schemas import events as ev
@@ -14,11 +16,13 @@ from tests import factories
 from tests.integration.conftest import REPO, RoleProcess, settings_env, wait_caught_up
 
 
-def inplace(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
+def inplace(
+    settings: Settings, *args: str, columns: str = "250"
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "inplace.cli.main", *args],
         cwd=REPO,
-        env={**settings_env(settings), "COLUMNS": "250"},
+        env={**settings_env(settings), "COLUMNS": columns},
         capture_output=True,
         text=True,
         timeout=120,
@@ -52,6 +56,29 @@ async def test_rebuild_history_and_state_at(
         assert env.type in line and str(pos.offset) in line
         assert env.correlation_id in line
 
+    # Piped into a narrow "terminal", nothing is cut: grep finds every event type whole.
+    narrow = inplace(settings, "replay", "history", "team-a/web-1", columns="40")
+    words = [ln.split() for ln in narrow.stdout.splitlines()[1:]]
+    types = set(ev.event_types())
+    assert [next(t for t in w if t in types) for w in words] == [e.type for e, _ in mine]
+    assert all(
+        e.correlation_id in ln
+        for (e, _), ln in zip(mine, narrow.stdout.splitlines()[1:], strict=True)
+    )
+    lines = inplace(settings, "replay", "history", "team-a/web-1", "-o", "json").stdout.splitlines()
+    parsed = [json.loads(line) for line in lines]
+    assert [(p["event"], p["offset"], p["correlation_id"]) for p in parsed] == [
+        (e.type, pos.offset, e.correlation_id) for e, pos in mine
+    ]
+    as_yaml = yaml.safe_load(
+        inplace(settings, "replay", "history", "team-a/web-1", "-o", "yaml").stdout
+    )
+    assert [r["event"] for r in as_yaml] == [e.type for e, _ in mine]
+    summary = json.loads(inplace(settings, "replay", "checksum", "-o", "json").stdout)
+    assert summary["checksum"] == checksums[0] and summary["counts"]["pods"] > 0
+    bad = inplace(settings, "replay", "checksum", "-o", "xml")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--output" in bad.stderr
+
     # state --at: right after web-1's first ResizeProposed, spec is the proposal and
     # status.resize is Proposed; just before it, the original resources.
     first = next(i for i, (e, _) in enumerate(mine) if isinstance(e.payload, ev.ResizeProposed))
@@ -72,6 +99,10 @@ async def test_rebuild_history_and_state_at(
     want_cpu = str(proposal.containers[0].resources.requests["cpu"])
     assert after_pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == want_cpu
     assert after_pod["status"]["resize"] == "Proposed"
+    state_yaml = inplace(
+        settings, "replay", "state", "--at", f"pods:{at.partition}:{at.offset}", "-o", "yaml"
+    )
+    assert any(p["metadata"]["name"] == "web-1" for p in yaml.safe_load(state_yaml.stdout)["pods"])
     before_pod = pod_at(before.offset, before.partition)
     assert before_pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "100m"
     assert "resize" not in before_pod["status"]
