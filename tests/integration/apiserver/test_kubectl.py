@@ -13,6 +13,7 @@ import httpx
 import yaml
 
 from tests.integration.conftest import RoleProcess, kubectl
+from tests.integration.workload.conftest import clone_set
 
 MANIFESTS = Path(__file__).parent / "manifests"
 
@@ -71,27 +72,7 @@ async def test_explain_reads_kubernetes_docs(apiserver: RoleProcess) -> None:
 
 
 async def test_apply_a_cloneset(apiserver: RoleProcess) -> None:
-    cloneset = {
-        "apiVersion": "apps.inplace.dev/v1alpha1",
-        "kind": "CloneSet",
-        "metadata": {"name": "web"},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {
-                    "containers": [
-                        {
-                            "name": "app",
-                            "image": "nginx:1.27",
-                            "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "100m"}},
-                        }
-                    ]
-                },
-            },
-        },
-    }
+    cloneset = clone_set("web", 2, "100m")
     done = await kubectl(apiserver, "apply", "-f", "-", stdin=json.dumps(cloneset))
     assert done.stdout.strip() == "cloneset.apps.inplace.dev/web created"
     got = json.loads((await kubectl(apiserver, "get", "clonesets", "web", "-o", "json")).stdout)
