@@ -62,6 +62,15 @@ def _utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
+class UserInfo(BaseModel):
+    """Who asked for an event (the authenticated user of the API request that wrote it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    username: str = Field(min_length=1)
+    groups: tuple[str, ...] = ()
+
+
 class Envelope(BaseModel):
     """id, type, schema version, key, time, producer, correlation and causation ids + payload."""
 
@@ -76,6 +85,9 @@ class Envelope(BaseModel):
     # One per user request, carried through every hop: Proposed → Allocated → Actuated.
     correlation_id: str = Field(min_length=1)
     causation_id: uuid.UUID | None = None
+    # Set on events written on behalf of an API request (who asked), not on the events
+    # other roles write in reaction to them.
+    user: UserInfo | None = None
     payload: SerializeAsAny[EventPayload]
 
     _time_is_utc = field_validator("time")(lambda value: _utc(value))
@@ -108,6 +120,7 @@ class Envelope(BaseModel):
         correlation_id: str | None = None,
         cause: Envelope | None = None,
         time: datetime | None = None,
+        user: UserInfo | None = None,
     ) -> Envelope:
         """Envelope a new event; a caused event inherits its cause's correlation id."""
         if correlation_id is None:
@@ -120,6 +133,7 @@ class Envelope(BaseModel):
             producer=producer,
             correlation_id=correlation_id,
             causation_id=cause.id if cause else None,
+            user=user,
             payload=payload,
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -15,11 +16,14 @@ import httpx
 
 from inplace.core.localinfra import KafkaBroker, LocalInfraError, PostgresCluster, free_port
 from inplace.core.localinfra.ports import kill_process_group, port_is_free
+from inplace.core.security.credentials import Credentials
 from inplace.core.settings import DEFAULT_PORTS
 
 HOST = "127.0.0.1"
 
 TRY_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
     "metadata": {"name": "web-0"},
     "spec": {
         "containers": [
@@ -59,6 +63,11 @@ class Child:
     proc: subprocess.Popen[bytes] | None = None
     restarts: int = 0
     next_start: float = 0.0
+    https: bool = False
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self.https else 'http'}://{HOST}:{self.port}"
 
 
 @dataclass
@@ -67,12 +76,32 @@ class LocalCluster:
     kafka_port: int | None = None
     postgres_port: int | None = None
     say: object = print
+    # Off only behind `inplace up --insecure-http`: plain HTTP, no authentication, loopback.
+    secure: bool = True
     children: list[Child] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.broker = KafkaBroker(self.home / "kafka", port=self.kafka_port)
         self.database = PostgresCluster(self.home / "postgres", port=self.postgres_port)
+        self.credentials = Credentials(self.home / "pki")
+
+    @property
+    def api_url(self) -> str:
+        return next(c for c in self.children if c.role == "apiserver").url
+
+    def _security_env(self, api_url: str) -> dict[str, str]:
+        """Credentials for the cluster (kept across restarts: an exported kubeconfig stays
+        valid), or the explicit plain-HTTP mode."""
+        if not self.secure:
+            return {"INPLACE_INSECURE_HTTP": "true", "INPLACE_WORKLOAD_APISERVER_URL": api_url}
+        self._print("writing credentials (CA, certificates, tokens, kubeconfig) …")
+        self.credentials.create(api_url)
+        return {
+            "INPLACE_PKI_DIR": str(self.credentials.root),
+            "INPLACE_WORKLOAD_KUBECONFIG": str(self.credentials.user_kubeconfig("workload")),
+            "INPLACE_APISERVER_AUDIT_LOG": str(self.home / "logs" / "audit.log"),
+        }
 
     def _print(self, text: str) -> None:
         self.say(text)  # type: ignore[operator]
@@ -89,19 +118,20 @@ class LocalCluster:
         self.database.create_database("inplace")
         self._print(f"  postgres  {self.database.dsn('inplace')}")
         ports = {role: pick_port(port) for role, port in DEFAULT_PORTS.items()}
+        for role, port in ports.items():
+            https = self.secure and role == "apiserver"
+            self.children.append(Child(role, port, self.home / "logs" / f"{role}.log", https=https))
         self.env = {
             **os.environ,
             "INPLACE_KAFKA_BOOTSTRAP": self.broker.bootstrap_servers,
             "INPLACE_POSTGRES_DSN": self.database.dsn("inplace"),
             "INPLACE_QUOTA_URL": f"http://{HOST}:{ports['quota']}",
-            "INPLACE_WORKLOAD_APISERVER_URL": f"http://{HOST}:{ports['apiserver']}",
             "INPLACE_HOST": HOST,
+            **self._security_env(self.api_url),
         }
         self._cli("topics")
         self._cli("migrate")
-        for role, port in ports.items():
-            child = Child(role, port, self.home / "logs" / f"{role}.log")
-            self.children.append(child)
+        for child in self.children:
             self._spawn(child)
         self._wait_healthy(timeout)
 
@@ -139,13 +169,16 @@ class LocalCluster:
     def _wait_healthy(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         pending = {c.role: c for c in self.children}
-        with httpx.Client(timeout=2.0) as client:
+        verify = (
+            ssl.create_default_context(cafile=self.credentials.ca_cert) if self.secure else True
+        )
+        with httpx.Client(timeout=2.0, verify=verify) as client:
             while pending:
                 for role, child in list(pending.items()):
                     if child.proc is not None and child.proc.poll() is not None:
                         raise LocalInfraError(f"{role} exited during start; see {child.log}")
                     try:
-                        r = client.get(f"http://{HOST}:{child.port}/readyz")
+                        r = client.get(f"{child.url}/readyz")
                         if r.status_code == 200:
                             del pending[role]
                     except httpx.HTTPError:
@@ -155,32 +188,37 @@ class LocalCluster:
                 time.sleep(0.2)
 
     def summary(self) -> str:
-        api = next(c for c in self.children if c.role == "apiserver")
-        url = f"http://{HOST}:{api.port}"
+        url = self.api_url
+        kubeconfig = self.credentials.admin_kubeconfig
         lines = [
             "",
             "inplace local cluster is up.",
-            f"  API server   {url}",
+            f"  API server   {url}" + ("" if self.secure else "   (plain HTTP, no authentication)"),
             f"  Kafka        {self.broker.bootstrap_servers}",
             f"  PostgreSQL   {self.database.dsn('inplace')}",
-            "  roles        "
-            + ", ".join(f"{c.role} http://{HOST}:{c.port}/metrics" for c in self.children),
+            "  roles        " + ", ".join(f"{c.role} {c.url}/metrics" for c in self.children),
             f"  logs         {self.home / 'logs'}",
-            "",
-            "Try a resize from another shell:",
-            f"  API={url}",
-            "  curl -s -XPOST -H 'Content-Type: application/json' "
-            "$API/api/v1/namespaces/default/pods -d " + _quote(TRY_POD),
-            "  curl -s -XPATCH -H 'Content-Type: application/strategic-merge-patch+json' "
-            "$API/api/v1/namespaces/default/pods/web-0/resize -d " + _quote(TRY_RESIZE),
-            "  curl -s $API/api/v1/namespaces/default/pods/web-0 | python3 -m json.tool",
-            f"  (kubectl works too: kubectl --server {url} patch pod web-0 --subresource "
-            "resize -p '…')",
+        ]
+        if self.secure:
+            lines += [
+                f"  credentials  {self.credentials.root}  (admin kubeconfig, tokens.csv, CA)",
+                f"  audit log    {self.home / 'logs' / 'audit.log'}",
+            ]
+        lines += ["", "Try a resize from another shell:"]
+        if self.secure:
+            lines.append(f"  export KUBECONFIG={kubeconfig}")
+        else:
+            lines.append(f"  alias kubectl='kubectl --server {url}'")
+        lines += [
+            f"  export INPLACE_API_URL={url}",
+            "  echo " + _quote(TRY_POD) + " | kubectl apply -f -",
+            "  kubectl patch pod web-0 --subresource resize -p " + _quote(TRY_RESIZE),
+            "  kubectl get pod web-0 -o json",
             "",
             "Inspect the log and the projections:",
             f"  export INPLACE_KAFKA_BOOTSTRAP={self.broker.bootstrap_servers}",
             f"  export INPLACE_POSTGRES_DSN={self.database.dsn('inplace')}",
-            "  inplace replay history default/web-0    # the resize, step by step",
+            "  inplace replay history default/web-0    # the resize, step by step, and who asked",
             "  inplace replay rebuild                  # replay the log, compare checksums",
             "",
             "Ctrl-C stops everything.",

@@ -9,7 +9,7 @@ import sys
 import typer
 from rich.console import Console
 
-from inplace.cli import infra, load, node, replay
+from inplace.cli import infra, load, node, pki, replay
 from inplace.cli.errors import fail, run_async
 from inplace.cli.output import OUTPUT, check_format, print_rows
 from inplace.cli.roles import ROLES, serve
@@ -26,6 +26,7 @@ app.add_typer(infra.kafka_app, name="kafka")
 app.add_typer(infra.postgres_app, name="postgres")
 app.add_typer(replay.app, name="replay")
 app.add_typer(node.app, name="node")
+app.add_typer(pki.app, name="pki")
 app.command("load")(load.load_cmd)
 out = Console(highlight=False, soft_wrap=True)
 
@@ -81,6 +82,9 @@ def up_cmd(
     home: str = typer.Option(".inplace", envvar="INPLACE_HOME", help="state directory"),
     kafka_port: int | None = typer.Option(None, help="broker port (default 9092 if free)"),
     postgres_port: int | None = typer.Option(None, help="database port (default 5432 if free)"),
+    insecure_http: bool = typer.Option(
+        False, "--insecure-http", help="plain HTTP, no authentication (loopback experiments)"
+    ),
 ) -> None:
     """Start the local cluster (Kafka, PostgreSQL, every role), print how to use it, and
     keep it running until Ctrl-C, which stops every process it started."""
@@ -94,6 +98,7 @@ def up_cmd(
         kafka_port=kafka_port or pick_port(9092),
         postgres_port=postgres_port or pick_port(5432),
         say=out.print,
+        secure=not insecure_http,
     )
     stop = [False]
 

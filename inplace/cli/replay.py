@@ -84,7 +84,8 @@ def history_cmd(
     pod: str = typer.Argument(..., help="<namespace>/<name>"),
     output: str = OUTPUT,
 ) -> None:
-    """A pod's events in log order, with correlation ids and the time between steps.
+    """A pod's events in log order: who asked (the API user), correlation ids, and the time
+    between steps.
 
     Exit codes: 0 events printed, 1 bad argument or unreachable Kafka, 2 bad option,
     3 no events for the pod."""
@@ -112,11 +113,21 @@ def history_cmd(
                 else round(entry.since_previous * 1000, 1),
                 "event": env.type,
                 "producer": env.producer,
+                "user": env.user.username if env.user else "",
                 "correlation_id": env.correlation_id,
                 "detail": detail if fmt != "table" else _short(detail),
             }
         )
-    columns = ["offset", "time", "delta_ms", "event", "producer", "correlation_id", "detail"]
+    columns = [
+        "offset",
+        "time",
+        "delta_ms",
+        "event",
+        "producer",
+        "user",
+        "correlation_id",
+        "detail",
+    ]
     print_rows(rows, columns, fmt, console=out)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from inplace.core.bus.producer import EventProducer, Position
 from inplace.core.observability.metrics import EVENTS_PRODUCED
 from inplace.core.readmodel import ReadModel
-from schemas.envelope import Envelope, EventPayload
+from schemas.envelope import Envelope, EventPayload, UserInfo
 
 
 class LogWriter:
@@ -24,10 +24,11 @@ class LogWriter:
         *,
         cause: Envelope | None = None,
         correlation_id: str | None = None,
+        user: UserInfo | None = None,
         within: float = 30.0,
     ) -> Position:
         envelope = Envelope.wrap(
-            payload, producer=self.role, cause=cause, correlation_id=correlation_id
+            payload, producer=self.role, cause=cause, correlation_id=correlation_id, user=user
         )
         position = await self.producer.publish(envelope)
         EVENTS_PRODUCED.labels(self.role, envelope.type).inc()

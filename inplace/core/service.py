@@ -24,6 +24,7 @@ from starlette.routing import BaseRoute, Route
 from inplace.core.bus.consumer import DeadLetters, EventConsumer, Record
 from inplace.core.bus.producer import EventProducer
 from inplace.core.observability import gcpauses
+from inplace.core.security.tls import ServerTLS
 from inplace.core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -48,8 +49,10 @@ class RoleServer:
         port: int,
         routes: Sequence[BaseRoute] = (),
         ready: Callable[[], bool] = lambda: True,
+        tls: ServerTLS | None = None,
     ) -> None:
         self.role = role
+        self.tls = tls
         self.host = host
         self.port = port
         self._ready = ready
@@ -57,6 +60,7 @@ class RoleServer:
         self.app = Starlette(
             routes=[
                 Route("/healthz", self._healthz),
+                Route("/livez", self._healthz),
                 Route("/readyz", self._readyz),
                 Route("/metrics", self._metrics),
                 *routes,
@@ -97,14 +101,16 @@ class RoleServer:
         # Bound here, before any loop starts: a taken port is a one-line error and exit 1
         # (uvicorn would sys.exit from inside its task, with a traceback).
         listener = self._listen()
+        tls = self.tls.uvicorn_options() if self.tls else {}
         config = uvicorn.Config(
-            self.app, host=self.host, port=self.port, log_level="warning", lifespan="off"
+            self.app, host=self.host, port=self.port, log_level="warning", lifespan="off", **tls
         )
         server = uvicorn.Server(config)
         server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
         http = asyncio.create_task(server.serve(sockets=[listener]), name="http")
         self._tasks = [asyncio.create_task(fn(), name=name) for name, fn in loops.items()]
-        log.info("%s serving on http://%s:%d", self.role, self.host, self.port)
+        scheme = "https" if self.tls else "http"
+        log.info("%s serving on %s://%s:%d", self.role, scheme, self.host, self.port)
         waiter = asyncio.create_task(stop.wait(), name="signal")
         done, _ = await asyncio.wait([waiter, http, *self._tasks], return_when="FIRST_COMPLETED")
         if waiter not in done:  # say why a role ends without a signal

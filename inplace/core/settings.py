@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
@@ -47,6 +48,11 @@ class Settings(BaseSettings):
     replication_factor: int = Field(default=1, ge=1)
     min_insync_replicas: int = Field(default=1, ge=1)
     host: str = Field(default="127.0.0.1", description="address the role's HTTP server binds")
+    # Security (issue 17): every role serves HTTPS with the certificates in `pki_dir`
+    # (`inplace pki init`); `insecure_http` is the explicit plain-HTTP, no-authentication mode,
+    # allowed on a loopback address only.
+    pki_dir: str = Field(default="", description="credentials directory (inplace pki init)")
+    insecure_http: bool = Field(default=False, description="plain HTTP on loopback, no auth")
     quota_url: str = Field(
         default="http://127.0.0.1:8081", description="quota admission endpoint for the apiserver"
     )
@@ -74,6 +80,12 @@ class Settings(BaseSettings):
     workload_apiserver_url: str = Field(
         default="http://127.0.0.1:8080", description="apiserver the workload controller calls"
     )
+    workload_kubeconfig: str = Field(
+        default="", description="kubeconfig of the workload controller (wins over the URL)"
+    )
+
+    def credentials_dir(self) -> Path | None:
+        return Path(self.pki_dir) if self.pki_dir else None
 
     def topic(self, logical: str) -> str:
         """Physical topic name of a logical one (`pods` → `<prefix>pods`)."""

@@ -40,6 +40,7 @@ def build_app(
     objects: ObjectHandlers,
     server_address: str,
     clonesets: CloneSetHandlers | None = None,
+    extra_routes: list[Route] | None = None,
 ) -> Starlette:
     async def version(request: Request) -> Response:
         return JSONResponse(discovery.version())
@@ -128,6 +129,7 @@ def build_app(
     ]
     if clonesets is not None:
         routes += workload_routes(clonesets)
+    routes += extra_routes or []
     return Starlette(
         routes=routes,
         middleware=[Middleware(RefuseDryRun), Middleware(WarningHeaders)],

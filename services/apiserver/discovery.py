@@ -123,8 +123,54 @@ def api_v1() -> dict[str, Any]:
 
 
 def apis() -> dict[str, Any]:
-    group = {k: v for k, v in workload_group().items() if k not in ("kind", "apiVersion")}
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [group]}
+    groups = [workload_group(), *(api_group(g, "v1") for g in REVIEW_GROUPS)]
+    entries = [{k: v for k, v in g.items() if k not in ("kind", "apiVersion")} for g in groups]
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": entries}
+
+
+def api_group(name: str, version: str) -> dict[str, Any]:
+    """One APIGroup entry (also the body of /apis/<group>)."""
+    gv = f"{name}/{version}"
+    return {
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": name,
+        "versions": [{"groupVersion": gv, "version": version}],
+        "preferredVersion": {"groupVersion": gv, "version": version},
+    }
+
+
+def api_resources(group_version: str, resources: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": resources,
+    }
+
+
+# --- the self reviews: `kubectl auth can-i` and `kubectl auth whoami` -------------------------
+
+REVIEW_GROUPS: dict[str, list[dict[str, Any]]] = {
+    "authorization.k8s.io": [
+        {
+            "name": "selfsubjectaccessreviews",
+            "singularName": "selfsubjectaccessreview",
+            "namespaced": False,
+            "kind": "SelfSubjectAccessReview",
+            "verbs": ["create"],
+        }
+    ],
+    "authentication.k8s.io": [
+        {
+            "name": "selfsubjectreviews",
+            "singularName": "selfsubjectreview",
+            "namespaced": False,
+            "kind": "SelfSubjectReview",
+            "verbs": ["create"],
+        }
+    ],
+}
 
 
 # --- apps.inplace.dev: the workload API group ----------------------------------------------------
@@ -161,21 +207,8 @@ WORKLOAD_RESOURCES: list[dict[str, Any]] = [
 
 
 def workload_group() -> dict[str, Any]:
-    """One APIGroup entry (also the body of /apis/apps.inplace.dev)."""
-    gv = f"{WORKLOAD_GROUP}/{WORKLOAD_VERSION}"
-    return {
-        "kind": "APIGroup",
-        "apiVersion": "v1",
-        "name": WORKLOAD_GROUP,
-        "versions": [{"groupVersion": gv, "version": WORKLOAD_VERSION}],
-        "preferredVersion": {"groupVersion": gv, "version": WORKLOAD_VERSION},
-    }
+    return api_group(WORKLOAD_GROUP, WORKLOAD_VERSION)
 
 
 def workload_resources() -> dict[str, Any]:
-    return {
-        "kind": "APIResourceList",
-        "apiVersion": "v1",
-        "groupVersion": f"{WORKLOAD_GROUP}/{WORKLOAD_VERSION}",
-        "resources": WORKLOAD_RESOURCES,
-    }
+    return api_resources(f"{WORKLOAD_GROUP}/{WORKLOAD_VERSION}", WORKLOAD_RESOURCES)

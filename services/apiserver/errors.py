@@ -120,9 +120,7 @@ def unsupported_media_type(message: str) -> ApiError:
 
 
 def too_large(limit: int) -> ApiError:
-    return _status(
-        413, "RequestEntityTooLarge", f"the request body is larger than the {limit} byte limit"
-    )
+    return _status(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
 
 
 def not_acceptable(message: str) -> ApiError:
@@ -143,3 +141,15 @@ def path_not_found(path: str) -> ApiError:
 
 def unavailable(message: str) -> ApiError:
     return _status(503, "ServiceUnavailable", message, retry_after=1)
+
+
+def unauthorized() -> ApiError:
+    return _status(401, "Unauthorized", "Unauthorized")
+
+
+def too_many_requests(message: str = "Too many requests, please try again later.") -> ApiError:
+    return _status(429, "TooManyRequests", message, retry_after=1)
+
+
+def request_timeout(message: str) -> ApiError:
+    return _status(408, "Timeout", message)

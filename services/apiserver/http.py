@@ -39,10 +39,12 @@ def ok(body: dict[str, Any], code: int = 200) -> Response:
 _JSON_BODIES = ("", "application/json", "*/*")
 
 
-async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
+async def read_body(
+    request: Request, limit: int = MAX_BODY, media_types: tuple[str, ...] = _JSON_BODIES
+) -> bytes:
     if request.method in ("POST", "PUT"):
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if media not in _JSON_BODIES:
+        if media not in media_types:
             # kubectl's typed commands (`create namespace`) send protobuf; say what we take.
             raise errors.unsupported_media_type(
                 f"the body of the request was in an unknown format ({media}) - accepted "

@@ -18,6 +18,8 @@ from schemas import events as ev
 from schemas.envelope import EventPayload
 from schemas.k8s import Event, LimitRange, Node, ObjectMeta, ResourceQuota
 from services.apiserver import errors
+from services.apiserver.auth.identity import current_user
+from services.apiserver.auth.nodeauthorizer import node_create_refusal
 from services.apiserver.fielderrors import FieldError, invalid_status
 from services.apiserver.http import (
     check_kind,
@@ -164,6 +166,11 @@ class ObjectHandlers:
             meta.name = meta.generate_name + uuid.uuid4().hex[:5]
         name = meta.name or ""
         _validate_name(kind, name)
+        refusal = node_create_refusal(current_user(), kind.collection, name)
+        if refusal:
+            raise errors.forbidden(
+                f'nodes "{name}" is forbidden: {refusal}', kind="nodes", name=name
+            )
         meta.uid = str(uuid.uuid4())
         meta.resource_version = None
         key = self._key(kind, namespace, name)

@@ -8,17 +8,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 
 from starlette.routing import Mount
 
 from inplace.core.bus.producer import EventProducer
 from inplace.core.logwriter import LogWriter
 from inplace.core.readmodel import ReadModel
+from inplace.core.security.credentials import Credentials
+from inplace.core.security.tls import serving_tls
 from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
 from schemas import events as ev
 from services.apiserver.admission import AdmissionClient
 from services.apiserver.app import build_app
+from services.apiserver.auth.audit import AuditLog
+from services.apiserver.auth.authn import Authenticator
+from services.apiserver.auth.authorizer import Authorizer
+from services.apiserver.auth.gate import AuthGate
+from services.apiserver.auth.rbac import Policy
+from services.apiserver.auth.reviews import review_routes
+from services.apiserver.config import ApiserverConfig
+from services.apiserver.limits import LimitRequests
 from services.apiserver.objects import ObjectHandlers
 from services.apiserver.pods import PodHandlers
 from services.apiserver.readiness import ReadinessGate
@@ -31,6 +42,9 @@ log = logging.getLogger(__name__)
 
 
 async def run(settings: Settings, *, host: str, port: int) -> None:
+    config = ApiserverConfig()
+    tls = serving_tls(settings.credentials_dir(), settings.insecure_http, host, ROLE)
+    policy = Policy.load(Path(config.policy_file) if config.policy_file else None)
     model = ReadModel(settings)
     producer = EventProducer(
         settings.kafka_bootstrap, client_id=ROLE, topic_prefix=settings.topic_prefix
@@ -38,13 +52,20 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
     await producer.start()
     writer = Writer(LogWriter(producer, model, ROLE))
     admission = AdmissionClient(settings.quota_url, applies=lambda ns: _has_policy(model, ns))
+    authorizer = Authorizer(policy, lambda ns, name: _pod_node(model, ns, name))
     app = build_app(
         PodHandlers(model, writer, admission),
         ObjectHandlers(model, writer),
         f"{host}:{port}",
         CloneSetHandlers(model, writer),
+        review_routes(authorizer),
     )
     ready = asyncio.Event()
+    audit = AuditLog(config.audit_log) if config.audit_log else None
+    authenticator = None
+    if tls is not None:
+        authenticator = Authenticator(Credentials(tls.client_ca_file.parent).read_tokens())
+    gate = AuthGate(ReadinessGate(app, ready.is_set), authenticator, authorizer, audit)
 
     async def bootstrap() -> None:
         await model.ready.wait()
@@ -58,14 +79,22 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         ROLE,
         host=host,
         port=port,
-        routes=[Mount("", app=ReadinessGate(app, ready.is_set))],
+        routes=[Mount("", app=LimitRequests(gate, config.limits()))],
         ready=ready.is_set,
+        tls=tls,
     )
     try:
         await server.run({"read-model": model.run, "bootstrap": bootstrap})
     finally:
         await admission.close()
         await producer.stop()
+        if audit is not None:
+            audit.close()
+
+
+def _pod_node(model: ReadModel, namespace: str, name: str) -> str | None:
+    pod = model.get("pods", (namespace, name))
+    return pod.spec.node_name if pod is not None else None
 
 
 def _has_policy(model: ReadModel, namespace: str) -> bool:

@@ -10,6 +10,7 @@ from inplace.core.bus.producer import Position
 from inplace.core.logwriter import LogWriter
 from schemas.envelope import EventPayload
 from services.apiserver import errors
+from services.apiserver.auth.identity import current_user
 
 
 class Writer:
@@ -23,7 +24,7 @@ class Writer:
 
     async def commit(self, payload: EventPayload, correlation_id: str | None = None) -> Position:
         try:
-            return await self.log.write(payload, correlation_id=correlation_id)
+            return await self.log.write(payload, correlation_id=correlation_id, user=current_user())
         except TimeoutError:
             raise errors.timeout(
                 "the write is in the log but not yet visible; retry the read"

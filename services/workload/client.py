@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from inplace.core.security.kubeconfig import Endpoint
 from schemas.k8s import Event, ObjectMeta, ObjectReference, Pod
 from schemas.workload import API_VERSION, KIND, CloneSet
 
@@ -38,8 +39,13 @@ class Unavailable(Exception):
 
 
 class ApiClient:
-    def __init__(self, base_url: str) -> None:
-        self.http = httpx.AsyncClient(base_url=base_url, timeout=30)
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.http = httpx.AsyncClient(
+            base_url=endpoint.server,
+            verify=endpoint.ssl_context(),
+            headers=endpoint.headers(),
+            timeout=30,
+        )
 
     async def close(self) -> None:
         await self.http.aclose()

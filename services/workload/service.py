@@ -15,11 +15,13 @@ import asyncio
 import contextlib
 import logging
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from inplace.core.bus.consumer import Record
 from inplace.core.projection.reducers import position_of
 from inplace.core.readmodel import ReadModel
+from inplace.core.security.kubeconfig import Endpoint, load
 from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
 from schemas.events import PODS, WORKLOADS, PodEvent
@@ -161,7 +163,10 @@ class Controller:
 
 async def run(settings: Settings, *, host: str, port: int) -> None:
     model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS, window=0)
-    client = ApiClient(settings.workload_apiserver_url)
+    kubeconfig = settings.workload_kubeconfig
+    client = ApiClient(
+        load(Path(kubeconfig)) if kubeconfig else Endpoint(settings.workload_apiserver_url)
+    )
     controller = Controller(settings, model, client)
     server = RoleServer(ROLE, host=host, port=port, ready=model.ready.is_set)
     try:

@@ -7,6 +7,7 @@ import asyncio
 import inspect
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import uuid
@@ -38,6 +39,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "INPLACE_PROJECTION_SCHEMA": settings.projection_schema,
         "INPLACE_PODS_PARTITIONS": str(settings.pods_partitions),
         "INPLACE_LOG_LEVEL": "INFO",
+        # Plain HTTP on loopback; tests/integration/security runs the authenticated server.
+        "INPLACE_INSECURE_HTTP": "true",
     }
 
 
@@ -70,9 +73,13 @@ async def producer(settings: Settings) -> AsyncIterator[EventProducer]:
 class RoleProcess:
     """`inplace serve <role>` as a real child process on a free port (SIGKILL-able)."""
 
-    def __init__(self, role: str, settings: Settings, log: Path, **env: str) -> None:
+    def __init__(
+        self, role: str, settings: Settings, log: Path, ca: Path | None = None, **env: str
+    ) -> None:
+        """`ca`: the role serves HTTPS with a certificate this CA signed."""
         self.role = role
         self.settings = settings
+        self.ca = ca
         self.port = free_port()
         self.log = log
         self.env = env
@@ -80,7 +87,12 @@ class RoleProcess:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.ca else 'http'}://127.0.0.1:{self.port}"
+
+    def client(self, **kwargs: Any) -> httpx.AsyncClient:
+        """An HTTP client that trusts this role's certificate (no credentials of its own)."""
+        verify = ssl.create_default_context(cafile=self.ca) if self.ca else True
+        return httpx.AsyncClient(verify=verify, timeout=kwargs.pop("timeout", 10), **kwargs)
 
     def start(self) -> None:
         with self.log.open("ab") as out:
@@ -103,7 +115,7 @@ class RoleProcess:
     async def ready(self, within: float = 60) -> None:
         deadline = asyncio.get_running_loop().time() + within
         restarts = 0
-        async with httpx.AsyncClient(timeout=2) as client:
+        async with self.client(timeout=2) as client:
             while True:
                 if not self.alive():
                     if "cannot listen on" in self.log.read_text() and restarts < 3:
@@ -141,7 +153,7 @@ class RoleProcess:
         return self.proc is not None and self.proc.poll() is None
 
     async def healthz(self) -> int:
-        async with httpx.AsyncClient(timeout=2) as client:
+        async with self.client(timeout=2) as client:
             return (await client.get(f"{self.url}/healthz")).status_code
 
 

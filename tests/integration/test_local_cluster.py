@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -60,24 +61,35 @@ def test_up_starts_everything_and_ctrl_c_stops_everything() -> None:
                 break
         text = "".join(output)
         assert "inplace local cluster is up." in text, text
-        roles = dict(re.findall(r"(\w+) http://127\.0\.0\.1:(\d+)/metrics", text))
+        roles = dict(re.findall(r"(\w+) (https?://127\.0\.0\.1:\d+)/metrics", text))
         assert set(roles) == set(DEFAULT_PORTS)
-        with httpx.Client(timeout=5) as client:
-            for role, port in roles.items():
-                assert client.get(f"http://127.0.0.1:{port}/healthz").status_code == 200, role
-                metrics = client.get(f"http://127.0.0.1:{port}/metrics").text
+        assert roles["apiserver"].startswith("https://"), "the API is TLS by default"
+        with httpx.Client(
+            timeout=5, verify=ssl.create_default_context(cafile=home / "pki" / "ca.crt")
+        ) as client:
+            for role, url in roles.items():
+                assert client.get(f"{url}/healthz").status_code == 200, role
+                metrics = client.get(f"{url}/metrics").text
                 assert "inplace_events_consumed_total" in metrics or "python_info" in metrics
+            # Without credentials the API answers 401 (health above stays open).
+            assert client.get(f"{roles['apiserver']}/api/v1/pods").status_code == 401
+        assert (home / "pki" / "kubeconfig").stat().st_mode & 0o777 == 0o600
         # The walkthrough `up` prints works as printed (docs that run never rot).
         walkthrough = text.split("Try a resize from another shell:\n", 1)[1].split("\n\n")[0]
         script = "\n".join(
             ln.strip() for ln in walkthrough.splitlines() if not ln.strip().startswith("(")
         )
+        assert f"export KUBECONFIG={home / 'pki' / 'kubeconfig'}" in script
         done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True, timeout=60
+            ["bash", "-euo", "pipefail", "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "HOME": str(home)},  # kubectl's cache stays in the test's home
         )
         assert done.returncode == 0, done.stderr
-        # The last command pretty-prints the pod; the curls before it print compact JSON.
-        pod = json.loads(done.stdout[done.stdout.rindex('{\n    "apiVersion"') :])
+        # The last command prints the pod as JSON; the ones before print one line each.
+        pod = json.loads(done.stdout[done.stdout.index("{") :])
         assert pod["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "200m"
         assert pod["status"].get("resize") in ("Proposed", "InProgress", None)  # may be done
         # Roles and the broker are our children; pg_ctl daemonizes the postmaster.

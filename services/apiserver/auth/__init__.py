@@ -1,0 +1,1 @@
+"""Who is asking (authentication), may they (authorization), and the record of it (audit)."""

@@ -1,0 +1,22 @@
+"""The user a request is served for, visible to the code that writes its events."""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+
+from schemas.envelope import UserInfo
+
+ANONYMOUS = UserInfo(username="system:anonymous", groups=("system:unauthenticated",))
+# Plain-HTTP loopback mode has no authentication: everything runs as this (kube-apiserver's old
+# insecure port did the same).
+UNSECURED = UserInfo(username="system:unsecured", groups=("system:masters", "system:authenticated"))
+
+_current: ContextVar[UserInfo | None] = ContextVar("inplace_request_user", default=None)
+
+
+def current_user() -> UserInfo | None:
+    return _current.get()
+
+
+def set_current_user(user: UserInfo) -> None:
+    _current.set(user)

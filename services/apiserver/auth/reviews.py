@@ -1,0 +1,122 @@
+"""SelfSubjectAccessReview (`kubectl auth can-i`) and SelfSubjectReview (`kubectl auth whoami`):
+a user asks what they may do and who they are; answered by the same authorizer as requests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from services.apiserver import discovery, errors, protobuf
+from services.apiserver.auth.authorizer import Authorizer
+from services.apiserver.auth.identity import UNSECURED, current_user
+from services.apiserver.auth.requestinfo import RequestInfo
+from services.apiserver.http import ok, parse_json, read_body
+
+AUTHZ = "authorization.k8s.io"
+AUTHN = "authentication.k8s.io"
+
+
+def _text(spec: dict[str, Any], key: str) -> str:
+    value = spec.get(key, "")
+    if not isinstance(value, str):
+        raise errors.bad_request(f"spec.{key}: must be a string")
+    return value
+
+
+def review_request_info(spec: Any) -> RequestInfo:
+    """The attributes a SelfSubjectAccessReview asks about, as a request would carry them."""
+    if not isinstance(spec, dict):
+        raise errors.bad_request("spec: must be an object")
+    resource = spec.get("resourceAttributes")
+    path = spec.get("nonResourceAttributes")
+    if isinstance(resource, dict) and path is None:
+        return RequestInfo(
+            verb=_text(resource, "verb"),
+            path="",
+            is_resource=True,
+            api_group=_text(resource, "group"),
+            api_version=_text(resource, "version"),
+            resource=_text(resource, "resource"),
+            subresource=_text(resource, "subresource"),
+            namespace=_text(resource, "namespace"),
+            name=_text(resource, "name"),
+        )
+    if isinstance(path, dict) and resource is None:
+        return RequestInfo(verb=_text(path, "verb"), path=_text(path, "path"))
+    raise errors.bad_request(
+        "spec: exactly one of resourceAttributes or nonResourceAttributes is required"
+    )
+
+
+async def _review_body(request: Request) -> Any:
+    """JSON, or protobuf as `kubectl auth can-i` sends it."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != protobuf.MEDIA_TYPE:
+        return parse_json(await read_body(request))
+    raw = await read_body(request, media_types=(protobuf.MEDIA_TYPE,))
+    try:
+        return protobuf.self_subject_access_review(raw)
+    except protobuf.ProtobufError as exc:
+        raise errors.bad_request(
+            f"the protobuf body is not a SelfSubjectAccessReview: {exc}"
+        ) from None
+
+
+def review_routes(authorizer: Authorizer) -> list[Route]:
+    async def access_review(request: Request) -> Response:
+        body = await _review_body(request)
+        if not isinstance(body, dict):
+            raise errors.bad_request("the body must be a SelfSubjectAccessReview object")
+        spec = body.get("spec")
+        info = review_request_info(spec)
+        user = current_user() or UNSECURED
+        decision = authorizer.authorize(user, info)
+        status: dict[str, Any] = {"allowed": decision.allowed}
+        if decision.reason:
+            status["reason"] = decision.reason
+        return ok(
+            {
+                "kind": "SelfSubjectAccessReview",
+                "apiVersion": f"{AUTHZ}/v1",
+                "metadata": {"creationTimestamp": None},
+                "spec": spec,
+                "status": status,
+            },
+            201,
+        )
+
+    async def self_review(request: Request) -> Response:
+        user = current_user() or UNSECURED
+        return ok(
+            {
+                "kind": "SelfSubjectReview",
+                "apiVersion": f"{AUTHN}/v1",
+                "metadata": {"creationTimestamp": None},
+                "status": {"userInfo": {"username": user.username, "groups": list(user.groups)}},
+            },
+            201,
+        )
+
+    routes = [
+        Route(f"/apis/{AUTHZ}/v1/selfsubjectaccessreviews", access_review, methods=["POST"]),
+        Route(f"/apis/{AUTHN}/v1/selfsubjectreviews", self_review, methods=["POST"]),
+    ]
+    for group, resources in discovery.REVIEW_GROUPS.items():
+        routes += _discovery_routes(group, resources)
+    return routes
+
+
+def _discovery_routes(group: str, resources: list[dict[str, Any]]) -> list[Route]:
+    async def group_doc(request: Request) -> Response:
+        return ok(discovery.api_group(group, "v1"))
+
+    async def resources_doc(request: Request) -> Response:
+        return ok(discovery.api_resources(f"{group}/v1", resources))
+
+    return [
+        Route(f"/apis/{group}", group_doc, methods=["GET"]),
+        Route(f"/apis/{group}/v1", resources_doc, methods=["GET"]),
+    ]

@@ -1,0 +1,29 @@
+"""The apiserver's own settings, from INPLACE_APISERVER_* environment variables."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from services.apiserver.limits import Limits
+
+
+class ApiserverConfig(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="INPLACE_APISERVER_", extra="ignore")
+
+    policy_file: str = Field(default="", description="RBAC policy YAML; empty = the built-in one")
+    audit_log: str = Field(default="", description="audit log file (JSON lines); '-' = stdout")
+    max_request_bytes: int = Field(default=3 * 1024 * 1024, ge=1024)
+    max_requests_inflight: int = Field(default=400, ge=1)
+    max_mutating_requests_inflight: int = Field(default=200, ge=1)
+    max_watches_per_client: int = Field(default=100, ge=1)
+    request_body_timeout: float = Field(default=60.0, gt=0)
+
+    def limits(self) -> Limits:
+        return Limits(
+            max_request_bytes=self.max_request_bytes,
+            max_requests_inflight=self.max_requests_inflight,
+            max_mutating_requests_inflight=self.max_mutating_requests_inflight,
+            max_watches_per_client=self.max_watches_per_client,
+            request_body_timeout=self.request_body_timeout,
+        )
