@@ -15,6 +15,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from inplace.cli.errors import fail, run_async
+from inplace.core.security.kubeconfig import KubeconfigError
+from inplace.core.security.kubeconfig import load as load_kubeconfig
 from inplace.core.settings import Settings
 from inplace.load.plan import Mix
 from inplace.load.report import summary_lines, summary_table
@@ -86,6 +88,11 @@ async def _run_with_progress(run: LoadRun, show: bool) -> LoadResult:
         return job.result()
 
 
+KUBECONFIG = typer.Option(
+    None, envvar="KUBECONFIG", help="credentials for the apiserver (`inplace up` writes one)"
+)
+
+
 def load_cmd(
     nodes: int = typer.Option(1000, min=1, help="simulated nodes to create"),
     pods: int = typer.Option(50_000, min=1, help="pods to create (spread over the nodes)"),
@@ -104,9 +111,12 @@ def load_cmd(
     chaos_interval: float = typer.Option(5.0, min=0.5, help="seconds between kills"),
     verify: bool = typer.Option(False, "--verify", help="also compare projections with a rebuild"),
     out_dir: Path | None = OUT_DIR,
-    api: str = typer.Option(
-        "http://127.0.0.1:8080", envvar="INPLACE_API_URL", help="the apiserver (loopback only)"
+    api: str | None = typer.Option(
+        None,
+        envvar="INPLACE_API_URL",
+        help="the apiserver, loopback only (default: the kubeconfig's, else http://127.0.0.1:8080)",
     ),
+    kubeconfig: Path | None = KUBECONFIG,
     concurrency: int = typer.Option(64, min=1, max=1024, help="HTTP requests in flight"),
     deferred: float = typer.Option(0.02, min=0.0, max=0.5, help="share meant to be Deferred"),
     infeasible: float = typer.Option(0.02, min=0.0, max=0.5, help="share meant Infeasible"),
@@ -121,11 +131,19 @@ def load_cmd(
     if duration > MAX_DURATION:
         raise fail(f"--duration {duration:.0f} is over the {MAX_DURATION:.0f}s bound")
     settings = Settings()
+    try:
+        # KUBECONFIG may list several files, as kubectl allows: the first holds the context.
+        first = Path(str(kubeconfig).split(os.pathsep)[0]) if kubeconfig else None
+        credentials = load_kubeconfig(first) if first else None
+    except KubeconfigError as exc:
+        raise fail(str(exc)) from None
+    api = api or (credentials.server if credentials else "http://127.0.0.1:8080")
     check_targets(api, settings)
     home = Path(os.environ.get("INPLACE_HOME", ".inplace"))
     config = LoadConfig(
         settings=settings,
         api=api.rstrip("/"),
+        credentials=credentials,
         mode=mode,  # type: ignore[arg-type]
         nodes=nodes,
         pods=pods,

@@ -155,23 +155,29 @@ class Chaos:
         """Wait until every role seen at the start runs again and answers /readyz; returns
         the roles still missing when `within` ran out."""
         deadline = time.monotonic() + within
-        async with httpx.AsyncClient(timeout=2.0) as client:
+        # /readyz is anonymous; the apiserver serves it over HTTPS (a local probe of a process
+        # we found in /proc: its certificate is not what is being checked here).
+        async with httpx.AsyncClient(timeout=2.0, verify=False) as client:
             while True:
                 alive = {r.role: r for r in self._candidates()}
                 missing = []
                 for role, port in self.expected.items():
                     if role not in alive:
                         missing.append(role)
-                    elif port is not None:
-                        try:
-                            r = await client.get(f"http://127.0.0.1:{port}/readyz")
-                            if r.status_code != 200:
-                                missing.append(role)
-                        except httpx.HTTPError:
-                            missing.append(role)
+                    elif port is not None and not await _ready(client, port):
+                        missing.append(role)
                 if not missing or time.monotonic() > deadline:
                     return missing
                 await asyncio.sleep(0.5)
+
+
+async def _ready(client: httpx.AsyncClient, port: int) -> bool:
+    for scheme in ("http", "https"):
+        try:
+            return (await client.get(f"{scheme}://127.0.0.1:{port}/readyz")).status_code == 200
+        except httpx.HTTPError:
+            continue
+    return False
 
 
 # --- the verdict ----------------------------------------------------------------------------------

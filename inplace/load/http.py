@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 import httpx
 
+from inplace.core.security.kubeconfig import Endpoint
+
 PER_POOL = 4  # connections per pool
 
 
@@ -31,15 +33,23 @@ class PooledClient:
         concurrency: int,
         timeout: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        credentials: Endpoint | None = None,
     ) -> None:
         pools = max(1, math.ceil(concurrency / PER_POOL))
         self.pool_size = max(1, math.ceil(concurrency / pools))
         limits = httpx.Limits(
             max_connections=self.pool_size, max_keepalive_connections=self.pool_size
         )
+        verify = credentials.ssl_context() if credentials else True
+        headers = credentials.headers() if credentials else {}
         self.clients = [
             httpx.AsyncClient(
-                base_url=base_url, timeout=timeout, limits=limits, transport=transport
+                base_url=base_url,
+                timeout=timeout,
+                limits=limits,
+                transport=transport,
+                verify=verify,
+                headers=headers,
             )
             for _ in range(pools)
         ]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from inplace.core.bus.producer import EventProducer
+from inplace.core.security.kubeconfig import Endpoint
 from inplace.core.settings import Settings
 from inplace.load import cpu
 from inplace.load import report as rep
@@ -33,6 +34,7 @@ from inplace.load.tracker import SETTLED, Tracker, sample_projector_lag
 class LoadConfig:
     settings: Settings
     api: str = "http://127.0.0.1:8080"
+    credentials: Endpoint | None = None  # from the kubeconfig: CA, client certificate/token
     mode: Mode = "api"
     nodes: int = 1000
     pods: int = 50_000
@@ -131,7 +133,9 @@ class LoadRun:
                     roles=c.chaos_roles,
                 )
                 self.chaos.discover()
-            async with PooledClient(c.api, concurrency=c.concurrency) as client:
+            async with PooledClient(
+                c.api, concurrency=c.concurrency, credentials=c.credentials
+            ) as client:
                 uids = await self._setup(client)
                 await self._inject(client, uids)
             await self._drain()
