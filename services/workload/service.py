@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -161,12 +162,21 @@ class Controller:
                 await self._delete(namespace, name)
 
 
+def _endpoint(settings: Settings) -> Endpoint:
+    """The kubeconfig's credentials; an explicitly set URL replaces its server (inside compose
+    the apiserver is `apiserver`, not the host's 127.0.0.1 the kubeconfig names)."""
+    url = settings.workload_apiserver_url
+    if not settings.workload_kubeconfig:
+        return Endpoint(url)
+    endpoint = load(Path(settings.workload_kubeconfig))
+    if "workload_apiserver_url" in settings.model_fields_set:
+        return replace(endpoint, server=url.rstrip("/"))
+    return endpoint
+
+
 async def run(settings: Settings, *, host: str, port: int) -> None:
     model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS, window=0)
-    kubeconfig = settings.workload_kubeconfig
-    client = ApiClient(
-        load(Path(kubeconfig)) if kubeconfig else Endpoint(settings.workload_apiserver_url)
-    )
+    client = ApiClient(_endpoint(settings))
     controller = Controller(settings, model, client)
     server = RoleServer(ROLE, host=host, port=port, ready=model.ready.is_set)
     try:

@@ -20,11 +20,14 @@ from typing import Any
 import pytest
 import typer.main
 import yaml
+from pydantic_settings import BaseSettings
 from typer.core import TyperGroup
 
 from inplace.cli.main import app
 from inplace.cli.roles import ROLES
 from inplace.core.settings import DEFAULT_PORTS, Settings
+from services.apiserver.config import ApiserverConfig
+from services.hotplug.config import HotplugConfig
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO / "docker-compose.yml"
@@ -164,6 +167,17 @@ def settings_field(env_var: str) -> str:
     return env_var.removeprefix(ENV_PREFIX).lower()
 
 
+def role_setting(env_var: str) -> tuple[type[BaseSettings], str] | None:
+    """(settings class, field) an INPLACE_* variable sets: a role's own settings class
+    (INPLACE_APISERVER_*, INPLACE_HOTPLUG_*) before the shared Settings."""
+    for config in (ApiserverConfig, HotplugConfig, Settings):
+        prefix = config.model_config.get("env_prefix", "")
+        field = env_var.removeprefix(prefix).lower()
+        if env_var.startswith(prefix) and field in config.model_fields:
+            return config, field
+    return None
+
+
 def inplace_env(service: Service) -> dict[str, str]:
     env = service.get("environment") or {}
     return {key: value for key, value in env.items() if key.startswith(ENV_PREFIX)}
@@ -205,17 +219,19 @@ def test_inplace_env_vars_are_settings(
 ) -> None:
     env = inplace_env(services[name])
     assert env, f"{name} sets no {ENV_PREFIX}* variables"
-    unknown = {key for key in env if settings_field(key) not in Settings.model_fields}
-    assert not unknown, f"{name}: not Settings fields: {sorted(unknown)}"
+    unknown = {key for key in env if role_setting(key) is None}
+    assert not unknown, f"{name}: not settings fields: {sorted(unknown)}"
 
     for key in list(os.environ):
         if key.startswith(ENV_PREFIX):
             monkeypatch.delenv(key)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    settings = Settings()
     for key, value in env.items():
-        assert str(getattr(settings, settings_field(key))) == value
+        found = role_setting(key)
+        assert found is not None
+        config, field = found
+        assert str(getattr(config(), field)) == value
 
 
 # --- one row per role --------------------------------------------------------------------------
@@ -239,7 +255,8 @@ def test_role_healthcheck_and_ports_use_its_port(role: str, services: dict[str, 
     test = svc["healthcheck"]["test"]
     assert test[:3] == ["CMD", "python", "-c"], "the image has python, not curl"
     compile(test[3], f"<{role} healthcheck>", "exec")
-    assert re.findall(r"https?://[^'\"\s]+", test[3]) == [f"http://127.0.0.1:{port}/healthz"]
+    scheme = "https" if role == "apiserver" else "http"  # the API serves TLS only
+    assert re.findall(r"https?://[^'\"\s]+", test[3]) == [f"{scheme}://127.0.0.1:{port}/healthz"]
     for published in svc.get("ports") or []:
         assert published.get("host_ip") == "127.0.0.1", "publish on loopback only"
         assert published["target"] == port
@@ -265,10 +282,13 @@ def test_init_creates_topics_then_migrates_once_infra_is_healthy(
     services: dict[str, Service],
 ) -> None:
     init = services["init"]
-    assert [parse_cli(args)[0] for args in inplace_invocations(init["command"])] == [
-        "topics",
-        "migrate",
-    ]
+    invoked = [parse_cli(args) for args in inplace_invocations(init["command"])]
+    assert [command for command, _ in invoked] == ["topics", "migrate", "pki init"]
+    pki = invoked[2][1]
+    assert pki["directory"] == Path("/pki") and "apiserver" in pki["host"]
+    assert {"source": "pki", "target": "/pki", "type": "volume"}.items() <= next(
+        v for v in init["volumes"] if v["target"] == "/pki"
+    ).items()
     assert conditions(init) == {"kafka": HEALTHY, "postgres": HEALTHY}
     assert init.get("restart", "no") == "no", "a one-shot job must not be restarted"
 
