@@ -18,6 +18,7 @@ from pathlib import Path
 
 from inplace.cli.localcluster import LocalCluster
 from inplace.core.localinfra import free_port
+from inplace.core.security.kubeconfig import load
 from inplace.core.settings import Settings
 from inplace.load.runner import LoadConfig, LoadResult, LoadRun
 
@@ -60,20 +61,30 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "inplace-bench")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's directory")
+    parser.add_argument(
+        "--insecure-http", action="store_true", help="plain HTTP, no authentication (as before)"
+    )
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="inplace-bench-e2e-", dir="/tmp"))
     home.chmod(0o755)  # the postgres OS user must reach its data directory
-    cluster = LocalCluster(home, kafka_port=free_port(), postgres_port=free_port(), say=print)
+    cluster = LocalCluster(
+        home,
+        kafka_port=free_port(),
+        postgres_port=free_port(),
+        say=print,
+        secure=not args.insecure_http,
+    )
     try:
         cluster.start()
-        api = next(c for c in cluster.children if c.role == "apiserver")
         settings = Settings(
             kafka_bootstrap=cluster.broker.bootstrap_servers,
             postgres_dsn=cluster.database.dsn("inplace"),
         )
         config = LoadConfig(
             settings=settings,
-            api=f"http://127.0.0.1:{api.port}",
+            api=cluster.api_url,
+            # TLS + the admin's client certificate, as a user of `inplace up` runs it.
+            credentials=load(cluster.credentials.admin_kubeconfig) if cluster.secure else None,
             mode=args.mode,
             nodes=args.nodes,
             pods=args.pods,

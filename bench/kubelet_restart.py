@@ -49,6 +49,7 @@ def _kubelet(settings: Settings, nodes: int, port: int, log: Path) -> subprocess
         "INPLACE_KUBELET_NODE_MEMORY": "256Gi",
         "INPLACE_KUBELET_NODE_PODS": "200",
         "INPLACE_LOG_LEVEL": "WARNING",
+        "INPLACE_INSECURE_HTTP": "true",
     }
     with log.open("ab") as out:
         return subprocess.Popen(

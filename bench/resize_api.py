@@ -110,6 +110,7 @@ def main() -> None:
             "INPLACE_KAFKA_BOOTSTRAP": broker.bootstrap_servers,
             "INPLACE_QUOTA_URL": "",
             "INPLACE_LOG_LEVEL": "WARNING",
+            "INPLACE_INSECURE_HTTP": "true",  # loopback, as the before figures were taken
         }
         proc = subprocess.Popen(
             [sys.executable, "-m", "inplace.cli.main", "serve", "apiserver", "--port", str(port)],

@@ -15,8 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from inplace.cli.errors import fail, run_async
-from inplace.core.security.kubeconfig import KubeconfigError
-from inplace.core.security.kubeconfig import load as load_kubeconfig
+from inplace.cli.kubeconfig import KUBECONFIG, endpoint_of
 from inplace.core.settings import Settings
 from inplace.load.plan import Mix
 from inplace.load.report import summary_lines, summary_table
@@ -88,11 +87,6 @@ async def _run_with_progress(run: LoadRun, show: bool) -> LoadResult:
         return job.result()
 
 
-KUBECONFIG = typer.Option(
-    None, envvar="KUBECONFIG", help="credentials for the apiserver (`inplace up` writes one)"
-)
-
-
 def load_cmd(
     nodes: int = typer.Option(1000, min=1, help="simulated nodes to create"),
     pods: int = typer.Option(50_000, min=1, help="pods to create (spread over the nodes)"),
@@ -131,12 +125,7 @@ def load_cmd(
     if duration > MAX_DURATION:
         raise fail(f"--duration {duration:.0f} is over the {MAX_DURATION:.0f}s bound")
     settings = Settings()
-    try:
-        # KUBECONFIG may list several files, as kubectl allows: the first holds the context.
-        first = Path(str(kubeconfig).split(os.pathsep)[0]) if kubeconfig else None
-        credentials = load_kubeconfig(first) if first else None
-    except KubeconfigError as exc:
-        raise fail(str(exc)) from None
+    credentials = endpoint_of(kubeconfig)
     api = api or (credentials.server if credentials else "http://127.0.0.1:8080")
     check_targets(api, settings)
     home = Path(os.environ.get("INPLACE_HOME", ".inplace"))

@@ -86,9 +86,12 @@ class LocalCluster:
         self.database = PostgresCluster(self.home / "postgres", port=self.postgres_port)
         self.credentials = Credentials(self.home / "pki")
 
+    def _url_of(self, role: str) -> str:
+        return next(c for c in self.children if c.role == role).url
+
     @property
     def api_url(self) -> str:
-        return next(c for c in self.children if c.role == "apiserver").url
+        return self._url_of("apiserver")
 
     def _security_env(self, api_url: str) -> dict[str, str]:
         """Credentials for the cluster (kept across restarts: an exported kubeconfig stays
@@ -119,13 +122,13 @@ class LocalCluster:
         self._print(f"  postgres  {self.database.dsn('inplace')}")
         ports = {role: pick_port(port) for role, port in DEFAULT_PORTS.items()}
         for role, port in ports.items():
-            https = self.secure and role == "apiserver"
-            self.children.append(Child(role, port, self.home / "logs" / f"{role}.log", https=https))
+            log = self.home / "logs" / f"{role}.log"
+            self.children.append(Child(role, port, log, https=self.secure))
         self.env = {
             **os.environ,
             "INPLACE_KAFKA_BOOTSTRAP": self.broker.bootstrap_servers,
             "INPLACE_POSTGRES_DSN": self.database.dsn("inplace"),
-            "INPLACE_QUOTA_URL": f"http://{HOST}:{ports['quota']}",
+            "INPLACE_QUOTA_URL": next(c.url for c in self.children if c.role == "quota"),
             "INPLACE_HOST": HOST,
             **self._security_env(self.api_url),
         }
@@ -211,6 +214,7 @@ class LocalCluster:
             lines.append(f"  alias kubectl='kubectl --server {url}'")
         lines += [
             f"  export INPLACE_API_URL={url}",
+            f"  export INPLACE_HOTPLUG_URL={self._url_of('hotplug')}   # inplace node resize",
             "  echo " + _quote(TRY_POD) + " | kubectl apply -f -",
             "  kubectl patch pod web-0 --subresource resize -p " + _quote(TRY_RESIZE),
             "  kubectl get pod web-0 -o json",

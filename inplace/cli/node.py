@@ -8,6 +8,7 @@ server down.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -16,6 +17,7 @@ import typer
 from rich.console import Console
 
 from inplace.cli.errors import fail
+from inplace.cli.kubeconfig import KUBECONFIG, endpoint_of
 
 app = typer.Typer(help="Nodes: resize a node's CPU, memory and swap in place (KEP-3953).")
 out = Console(highlight=False, soft_wrap=True)
@@ -61,15 +63,26 @@ def resize_cmd(
         help="hotplug API URL (default: $INPLACE_HOTPLUG_URL or http://127.0.0.1:8084)",
         show_default=False,
     ),
+    kubeconfig: Path | None = KUBECONFIG,
 ) -> None:
-    """Resize NODE in place and print its capacity and allocatable, old -> new."""
+    """Resize NODE in place and print its capacity and allocatable, old -> new.
+
+    The hotplug API takes admins only (group system:masters) when the cluster runs with
+    credentials: the kubeconfig's client certificate (or token) and CA are used."""
     body = {k: v for k, v in {"cpu": cpu, "memory": memory, "swap": swap}.items() if v is not None}
     if not body:
         raise fail("nothing to resize: give --cpu, --memory and/or --swap")
     url = (server or _default_url()).rstrip("/")
     endpoint = f"{url}/api/v1/nodes/{quote(node, safe='')}/resize"
+    credentials = endpoint_of(kubeconfig)
     try:
-        response = httpx.post(endpoint, json=body, timeout=60)
+        response = httpx.post(
+            endpoint,
+            json=body,
+            timeout=60,
+            verify=credentials.ssl_context() if credentials else True,
+            headers=credentials.headers() if credentials else None,
+        )
     except httpx.HTTPError as exc:
         raise fail(f"cannot reach the hotplug service at {url}: {exc}") from None
     if response.status_code != 200:

@@ -19,12 +19,15 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from inplace.core.bus.consumer import DeadLetters, EventConsumer, Record
 from inplace.core.bus.producer import EventProducer
 from inplace.core.observability import gcpauses
-from inplace.core.security.tls import ServerTLS
+from inplace.core.security.authn import Authenticator
+from inplace.core.security.credentials import Credentials
+from inplace.core.security.guard import RequireCaller
+from inplace.core.security.tls import serving_tls
 from inplace.core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -41,29 +44,38 @@ def configure_logging(level: str, role: str) -> None:
 
 
 class RoleServer:
+    """`callers`: who may call the role's own `routes` (users or groups, checked when the
+    role serves HTTPS); None leaves them to the role (the apiserver authorizes per request)."""
+
     def __init__(
         self,
         role: str,
+        settings: Settings,
         *,
         host: str,
         port: int,
         routes: Sequence[BaseRoute] = (),
         ready: Callable[[], bool] = lambda: True,
-        tls: ServerTLS | None = None,
+        callers: frozenset[str] | None = None,
     ) -> None:
         self.role = role
-        self.tls = tls
         self.host = host
         self.port = port
         self._ready = ready
         self._tasks: list[asyncio.Task[None]] = []
+        self.tls = serving_tls(settings.credentials_dir(), settings.insecure_http, host, role)
+        own: list[BaseRoute] = list(routes)
+        if own and callers is not None and self.tls is not None:
+            tokens = Credentials(self.tls.client_ca_file.parent).read_tokens()
+            guarded = RequireCaller(Starlette(routes=own), Authenticator(tokens), callers, role)
+            own = [Mount("", app=guarded)]
         self.app = Starlette(
             routes=[
                 Route("/healthz", self._healthz),
                 Route("/livez", self._healthz),
                 Route("/readyz", self._readyz),
                 Route("/metrics", self._metrics),
-                *routes,
+                *own,
             ]
         )
 
@@ -178,7 +190,7 @@ async def run_consumer_role(
 ) -> None:
     """A role that follows its input topics as a consumer group, with health and metrics."""
     ready = [False]
-    server = RoleServer(role, host=host, port=port, ready=lambda: ready[0])
+    server = RoleServer(role, settings, host=host, port=port, ready=lambda: ready[0])
     await server.run(
         {"consume": lambda: follow(settings, role=role, topics=topics, handle=handle, ready=ready)}
     )

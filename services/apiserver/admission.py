@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import ssl
 import uuid
 from collections.abc import Callable
 from typing import Any, Literal
@@ -35,10 +36,11 @@ class AdmissionClient:
         url: str | None,
         timeout_s: float = 10.0,
         applies: Callable[[str], bool] = lambda namespace: True,
+        tls: ssl.SSLContext | bool = True,
     ) -> None:
         self.url = url.rstrip("/") if url else None
         self.applies = applies
-        self._client = httpx.AsyncClient(timeout=timeout_s)
+        self._client = httpx.AsyncClient(timeout=timeout_s, verify=tls)
         if not self.url:
             log.warning("no quota admission URL: ResourceQuota/LimitRange are not enforced")
 

@@ -15,15 +15,14 @@ from starlette.routing import Mount
 from inplace.core.bus.producer import EventProducer
 from inplace.core.logwriter import LogWriter
 from inplace.core.readmodel import ReadModel
-from inplace.core.security.credentials import Credentials
-from inplace.core.security.tls import serving_tls
+from inplace.core.security.authn import Authenticator
+from inplace.core.security.tls import existing_credentials
 from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
 from schemas import events as ev
 from services.apiserver.admission import AdmissionClient
 from services.apiserver.app import build_app
 from services.apiserver.auth.audit import AuditLog
-from services.apiserver.auth.authn import Authenticator
 from services.apiserver.auth.authorizer import Authorizer
 from services.apiserver.auth.gate import AuthGate
 from services.apiserver.auth.rbac import Policy
@@ -43,7 +42,6 @@ log = logging.getLogger(__name__)
 
 async def run(settings: Settings, *, host: str, port: int) -> None:
     config = ApiserverConfig()
-    tls = serving_tls(settings.credentials_dir(), settings.insecure_http, host, ROLE)
     policy = Policy.load(Path(config.policy_file) if config.policy_file else None)
     model = ReadModel(settings)
     producer = EventProducer(
@@ -51,7 +49,14 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
     )
     await producer.start()
     writer = Writer(LogWriter(producer, model, ROLE))
-    admission = AdmissionClient(settings.quota_url, applies=lambda ns: _has_policy(model, ns))
+    pki = settings.credentials_dir()
+    credentials = existing_credentials(pki, ROLE) if pki else None
+    admission = AdmissionClient(
+        settings.quota_url,
+        applies=lambda ns: _has_policy(model, ns),
+        # The webhook knows us by our client certificate (system:apiserver).
+        tls=credentials.client_context("apiserver") if credentials else True,
+    )
     authorizer = Authorizer(policy, lambda ns, name: _pod_node(model, ns, name))
     app = build_app(
         PodHandlers(model, writer, admission),
@@ -62,9 +67,8 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
     )
     ready = asyncio.Event()
     audit = AuditLog(config.audit_log) if config.audit_log else None
-    authenticator = None
-    if tls is not None:
-        authenticator = Authenticator(Credentials(tls.client_ca_file.parent).read_tokens())
+    # No credentials directory: the explicit plain-HTTP mode (RoleServer refuses any other).
+    authenticator = Authenticator(credentials.read_tokens()) if credentials else None
     gate = AuthGate(ReadinessGate(app, ready.is_set), authenticator, authorizer, audit)
 
     async def bootstrap() -> None:
@@ -77,11 +81,11 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
 
     server = RoleServer(
         ROLE,
+        settings,
         host=host,
         port=port,
         routes=[Mount("", app=LimitRequests(gate, config.limits()))],
         ready=ready.is_set,
-        tls=tls,
     )
     try:
         await server.run({"read-model": model.run, "bootstrap": bootstrap})

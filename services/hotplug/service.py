@@ -41,7 +41,15 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
     loops: dict[str, Loop] = {"read-model": model.run}
     if config.machine_mode:
         loops["machine"] = MachinePoller(config, resizer, model).run
-    server = RoleServer(ROLE, host=host, port=port, routes=api.routes(), ready=model.ready.is_set)
+    server = RoleServer(
+        ROLE,
+        settings,
+        host=host,
+        port=port,
+        routes=api.routes(),
+        ready=model.ready.is_set,
+        callers=frozenset({"system:masters"}),  # changing a node's capacity is an admin's act
+    )
     try:
         await server.run(loops)
     finally:

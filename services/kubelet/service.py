@@ -15,5 +15,5 @@ INPUT_TOPICS = (PODS, NODES)
 async def run(settings: Settings, *, host: str, port: int) -> None:
     async with open_runtime(settings) as runtime:
         kubelet = Kubelet(settings, runtime)
-        server = RoleServer(ROLE, host=host, port=port, ready=lambda: kubelet.ready)
+        server = RoleServer(ROLE, settings, host=host, port=port, ready=lambda: kubelet.ready)
         await server.run({"kubelet": kubelet.run})

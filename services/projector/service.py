@@ -83,5 +83,5 @@ class Projector:
 
 async def run(settings: Settings, *, host: str, port: int) -> None:
     projector = Projector(settings)
-    server = RoleServer(ROLE, host=host, port=port, ready=lambda: projector.ready)
+    server = RoleServer(ROLE, settings, host=host, port=port, ready=lambda: projector.ready)
     await server.run({"project": projector.run})

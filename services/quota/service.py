@@ -31,10 +31,12 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
     status = QuotaStatus(model, producer)
     server = RoleServer(
         ROLE,
+        settings,
         host=host,
         port=port,
         routes=[Route("/admit", webhook.handle, methods=["POST"])],
         ready=model.ready.is_set,
+        callers=frozenset({"system:apiserver", "system:masters"}),  # the apiserver's identity
     )
     try:
         await server.run({"read-model": model.run, "status": status.run})

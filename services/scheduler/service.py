@@ -308,7 +308,7 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
     )
     await producer.start()
     scheduler = Scheduler(model, producer)
-    server = RoleServer(ROLE, host=host, port=port, ready=model.ready.is_set)
+    server = RoleServer(ROLE, settings, host=host, port=port, ready=model.ready.is_set)
     try:
         await server.run({"read-model": model.run, "schedule": scheduler.run})
     finally:

@@ -178,7 +178,7 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
     model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS, window=0)
     client = ApiClient(_endpoint(settings))
     controller = Controller(settings, model, client)
-    server = RoleServer(ROLE, host=host, port=port, ready=model.ready.is_set)
+    server = RoleServer(ROLE, settings, host=host, port=port, ready=model.ready.is_set)
     try:
         await server.run({"read-model": model.run, "controller": controller.run})
     finally:

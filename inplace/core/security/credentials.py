@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import secrets
+import ssl
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +108,12 @@ class Credentials:
 
     def ca(self) -> pki.KeyPair:
         return pki.KeyPair(self.ca_cert.read_bytes(), self.ca_key.read_bytes())
+
+    def client_context(self, name: str) -> ssl.SSLContext:
+        """TLS for calling another role as users/<name>: trusts our CA, presents that cert."""
+        context = ssl.create_default_context(cafile=self.ca_cert)
+        context.load_cert_chain(self.user_cert(name), self.user_key(name))
+        return context
 
     def read_tokens(self) -> list[Token]:
         return parse_tokens(self.tokens.read_text()) if self.tokens.is_file() else []

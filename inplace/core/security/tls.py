@@ -76,17 +76,21 @@ def _loopback(host: str) -> bool:
         return host == "localhost"
 
 
+def existing_credentials(pki_dir: Path, role: str) -> Credentials:
+    credentials = Credentials(pki_dir)
+    if not credentials.exists():
+        raise SecurityConfigError(
+            f"{role}: no credentials in {pki_dir}: run `inplace pki init --dir {pki_dir}`"
+        )
+    return credentials
+
+
 def serving_tls(
     pki_dir: Path | None, insecure_http: bool, host: str, role: str
 ) -> ServerTLS | None:
     """HTTPS from the credentials directory, or None for the explicit plain-HTTP mode."""
     if pki_dir is not None:
-        credentials = Credentials(pki_dir)
-        if not credentials.exists():
-            raise SecurityConfigError(
-                f"{role}: no credentials in {pki_dir}: run `inplace pki init --dir {pki_dir}`"
-            )
-        return ServerTLS.of(credentials)
+        return ServerTLS.of(existing_credentials(pki_dir, role))
     if not insecure_http:
         raise SecurityConfigError(
             f"{role}: no credentials: set INPLACE_PKI_DIR (made by `inplace pki init`), or "

@@ -14,11 +14,11 @@ from urllib.parse import parse_qsl
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from inplace.core.security.authn import Authenticator, Unauthorized
 from inplace.core.security.tls import client_cert_der
 from schemas.envelope import UserInfo
 from services.apiserver import errors
 from services.apiserver.auth.audit import AuditLog, audit_event
-from services.apiserver.auth.authn import Authenticator, Unauthorized
 from services.apiserver.auth.authorizer import Authorizer, forbidden_message
 from services.apiserver.auth.identity import ANONYMOUS, UNSECURED, set_current_user
 from services.apiserver.auth.requestinfo import RequestInfo, request_info

@@ -21,22 +21,36 @@ def credentials(tmp_path: Path) -> Credentials:
     return made
 
 
-async def start_secure_apiserver(
-    settings: Settings, credentials: Credentials, log: Path, **env: str
+async def start_secure(
+    role: str, settings: Settings, credentials: Credentials, log: Path, **env: str
 ) -> RoleProcess:
+    """`role` serving HTTPS with `credentials`, as `inplace up` runs it."""
     proc = RoleProcess(
-        "apiserver",
+        role,
         settings,
         log,
         ca=credentials.ca_cert,
-        INPLACE_QUOTA_URL="",
         INPLACE_INSECURE_HTTP="false",
         INPLACE_PKI_DIR=str(credentials.root),
-        INPLACE_APISERVER_AUDIT_LOG=str(log.parent / "audit.log"),
         **env,
     )
     proc.start()
     await proc.ready()
+    return proc
+
+
+async def start_secure_apiserver(
+    settings: Settings, credentials: Credentials, log: Path, **env: str
+) -> RoleProcess:
+    env.setdefault("INPLACE_QUOTA_URL", "")
+    proc = await start_secure(
+        "apiserver",
+        settings,
+        credentials,
+        log,
+        INPLACE_APISERVER_AUDIT_LOG=str(log.parent / "audit.log"),
+        **env,
+    )
     credentials.write_kubeconfigs(proc.url)
     return proc
 

@@ -8,9 +8,9 @@ import ssl
 import pytest
 
 from inplace.core.security import pki
+from inplace.core.security.authn import Authenticator, Unauthorized
 from inplace.core.security.credentials import Token
 from schemas.envelope import UserInfo
-from services.apiserver.auth.authn import Authenticator, Unauthorized
 from services.apiserver.auth.authorizer import Authorizer, forbidden_message
 from services.apiserver.auth.nodeauthorizer import node_create_refusal
 from services.apiserver.auth.rbac import Policy, PolicyError
