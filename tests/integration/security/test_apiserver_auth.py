@@ -8,9 +8,11 @@ import asyncio
 import json
 import os
 import subprocess
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from inplace.core.projection.replay import pod_history
@@ -194,6 +196,30 @@ async def test_kubectl_through_the_kubeconfig(
     )
 
 
+async def _watch_cap_and_slow_body(admin: httpx.AsyncClient) -> None:
+    watch = "/api/v1/namespaces/default/pods?watch=true"
+    async with admin.stream("GET", watch) as first, admin.stream("GET", watch) as second:
+        assert (first.status_code, second.status_code) == (200, 200)
+        third = await admin.get(watch)
+        assert third.status_code == 429
+        assert third.json()["message"] == "too many open watches from 127.0.0.1 (limit 2)"
+
+    head, tail = b'{"metadata":', b'{"name":"slow"}}'
+
+    async def slow() -> AsyncIterator[bytes]:
+        yield head
+        await asyncio.sleep(3)  # past the server's 1 s body deadline
+        yield tail
+
+    r = await admin.post(
+        "/api/v1/namespaces/default/pods",
+        content=slow(),
+        headers={"Content-Type": "application/json", "Content-Length": str(len(head + tail))},
+    )
+    assert r.status_code == 408
+    assert r.json()["message"] == "the request body did not arrive within 1s"
+
+
 async def test_a_body_over_3_mib_is_413_and_a_burst_over_the_limit_is_429(
     settings: Settings, credentials: Credentials, tmp_path: Path
 ) -> None:
@@ -202,6 +228,8 @@ async def test_a_body_over_3_mib_is_413_and_a_burst_over_the_limit_is_429(
         credentials,
         tmp_path / "apiserver.log",
         INPLACE_APISERVER_MAX_MUTATING_REQUESTS_INFLIGHT="2",
+        INPLACE_APISERVER_MAX_WATCHES_PER_CLIENT="2",
+        INPLACE_APISERVER_REQUEST_BODY_TIMEOUT="1",
     )
     try:
         async with as_user(proc, credentials, "admin") as admin:
@@ -230,6 +258,7 @@ async def test_a_body_over_3_mib_is_413_and_a_burst_over_the_limit_is_429(
             listed = await admin.get("/api/v1/namespaces/default/pods")
             assert listed.status_code == 200
             assert len(listed.json()["items"]) == created
+            await _watch_cap_and_slow_body(admin)
         assert proc.alive() and await proc.healthz() == 200
     finally:
         proc.stop()

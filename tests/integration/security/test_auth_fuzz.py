@@ -87,15 +87,21 @@ async def test_malformed_credentials_and_bodies_never_500(
     token = token_of(credentials, "inplace-admin")
     seen = await asyncio.to_thread(_fuzz, secure_apiserver.url, secure_apiserver.ca, token)
     assert {401, 201} <= set(seen), "refused and served both happened"
-    # A certificate another CA signed (claiming to be the admin) never gets in.
-    context = ssl.create_default_context(cafile=secure_apiserver.ca)
-    stranger = pki.issue(pki.new_ca("stranger"), "inplace-admin", organizations=["system:masters"])
-    (tmp_path / "s.crt").write_bytes(stranger.cert_pem)
-    (tmp_path / "s.key").write_bytes(stranger.key_pem)
-    context.load_cert_chain(tmp_path / "s.crt", tmp_path / "s.key")
-    async with httpx.AsyncClient(verify=context, timeout=10) as impostor:
-        with pytest.raises(httpx.HTTPError):
-            r = await impostor.get(f"{secure_apiserver.url}/api/v1/nodes")
-            # TLS 1.3 may report the rejected certificate only after the request was sent.
-            raise AssertionError(f"served an untrusted certificate: {r.status_code}")
+    # A certificate another CA signed, or ours but expired (both claiming to be the admin),
+    # never gets in.
+    masters = ["system:masters"]
+    impostors = {
+        "stranger": pki.issue(pki.new_ca("stranger"), "inplace-admin", organizations=masters),
+        "expired": pki.issue(credentials.ca(), "inplace-admin", organizations=masters, days=0),
+    }
+    for name, issued in impostors.items():
+        context = ssl.create_default_context(cafile=secure_apiserver.ca)
+        (tmp_path / f"{name}.crt").write_bytes(issued.cert_pem)
+        (tmp_path / f"{name}.key").write_bytes(issued.key_pem)
+        context.load_cert_chain(tmp_path / f"{name}.crt", tmp_path / f"{name}.key")
+        async with httpx.AsyncClient(verify=context, timeout=10) as impostor:
+            with pytest.raises(httpx.HTTPError):
+                r = await impostor.get(f"{secure_apiserver.url}/api/v1/nodes")
+                # TLS 1.3 may report the refused certificate only after the request was sent.
+                raise AssertionError(f"{name} certificate served: {r.status_code}")
     assert secure_apiserver.alive() and await secure_apiserver.healthz() == 200
