@@ -22,8 +22,9 @@ from aiokafka import TopicPartition
 
 from inplace.core.bus.consumer import LogFollower, Record
 from inplace.core.bus.producer import Position
-from inplace.core.observability.metrics import MALFORMED
+from inplace.core.observability.metrics import MALFORMED, SNAPSHOT_OBJECTS, START_SOURCE
 from inplace.core.projection.reducers import policy_key, resource_version
+from inplace.core.projection.snapshot import PROJECTED_TOPICS, load_snapshot
 from inplace.core.projection.state import ClusterState
 from inplace.core.settings import Settings
 from schemas import events as ev
@@ -150,6 +151,12 @@ def locate(record: Record) -> tuple[str, Any]:
     raise TypeError(f"no collection for {type(payload).__name__}")
 
 
+def _rv_of(obj: Any) -> int:
+    meta = obj.get("metadata", {}) if isinstance(obj, dict) else obj.metadata
+    rv = meta.get("resourceVersion") if isinstance(meta, dict) else meta.resource_version
+    return int(rv or 0)
+
+
 def as_json(obj: Any, resource_version: str | None = None) -> bytes:
     """The object's Kubernetes JSON; `resource_version` overrides metadata.resourceVersion."""
     if isinstance(obj, dict):
@@ -174,13 +181,20 @@ class ReadModel:
         role: str = "apiserver",
         topics: tuple[str, ...] = ev.EVENT_TOPICS,
         window: int = 50_000,
+        snapshot: bool = False,
     ) -> None:
         """`window` is how many changes each collection keeps for watch resume; 0 means this
         holder serves no watches (only the apiserver does), so no per-change snapshot of the
         object is taken at all: that serialization was the largest cost of following the log
-        for every other role."""
+        for every other role.
+
+        `snapshot`: start from the projection in PostgreSQL and read only the log after it
+        (falls back to offset 0, saying so, when there is none). Only for holders whose state
+        is the objects themselves: a role that derives its own state from every record it
+        sees (`on_apply`) must still read them all."""
         self.settings = settings
         self.role = role
+        self.use_snapshot = snapshot
         self.topics = [settings.topic(t) for t in topics]
         self._listeners: list[Callable[[Record], None]] = []
         self.state = ClusterState()
@@ -200,9 +214,36 @@ class ReadModel:
     def get(self, collection: str, key: Any) -> Any:
         return self.objects(collection).get(key)
 
+    async def _start_from_snapshot(self) -> dict[TopicPartition, int]:
+        """Load the projection if asked and possible; the offsets to resume from."""
+        if not self.use_snapshot:
+            return {}
+        s = self.settings
+        projected = {s.topic(t) for t in PROJECTED_TOPICS} & set(self.topics)
+        found = await load_snapshot(s.postgres_dsn, s.projection_schema, projected)
+        if isinstance(found, str):
+            log.warning("%s: no snapshot (%s): reading the log from offset 0", self.role, found)
+            START_SOURCE.labels(self.role, "log").set(1)
+            return {}
+        self.state = found.state
+        self.applied.update(found.offsets)
+        for collection in self.collections.values():
+            rvs = [_rv_of(obj) for obj in self.objects(collection.name).values()]
+            collection.skip(max(rvs, default=0))
+        log.info(
+            "%s: started from the projection: %d objects, the log after %d offsets",
+            self.role,
+            found.objects,
+            sum(found.offsets.values()),
+        )
+        START_SOURCE.labels(self.role, "snapshot").set(1)
+        SNAPSHOT_OBJECTS.labels(self.role).set(found.objects)
+        return found.offsets
+
     async def run(self) -> None:
+        resume = await self._start_from_snapshot()
         follower = LogFollower(self.settings.kafka_bootstrap, self.topics, role=self.role)
-        tps = await follower.start()
+        tps = await follower.start(resume)
         try:
             catch_up = await follower.end_offsets(tps)
             self._check_ready(catch_up)

@@ -11,6 +11,10 @@ from services.apiserver.limits import Limits
 class ApiserverConfig(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="INPLACE_APISERVER_", extra="ignore")
 
+    start_from_projection: bool = Field(
+        default=True,
+        description="start from the projection in PostgreSQL and read only the log after it",
+    )
     policy_file: str = Field(default="", description="RBAC policy YAML; empty = the built-in one")
     audit_log: str = Field(default="", description="audit log file (JSON lines); '-' = stdout")
     max_request_bytes: int = Field(default=3 * 1024 * 1024, ge=1024)

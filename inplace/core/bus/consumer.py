@@ -266,8 +266,9 @@ class LogReader:
 
 
 class LogFollower:
-    """Follows whole topics from offset 0 forever, without a consumer group: every reader
-    (an apiserver replica's read model) sees the entire log in partition order."""
+    """Follows whole topics forever, without a consumer group, from offset 0 or from where a
+    snapshot ends: every reader (an apiserver replica's read model) sees every partition in
+    order."""
 
     def __init__(self, bootstrap: str, topics: list[str], *, role: str) -> None:
         self._topics = topics
@@ -280,7 +281,8 @@ class LogFollower:
             max_poll_records=5000,
         )
 
-    async def start(self) -> list[TopicPartition]:
+    async def start(self, resume: dict[TopicPartition, int] | None = None) -> list[TopicPartition]:
+        """Assign every partition; each starts at its `resume` offset, or at the beginning."""
         await self._consumer.start()
         tps: list[TopicPartition] = []
         await self._consumer._client.force_metadata_update()
@@ -290,7 +292,13 @@ class LogFollower:
                 raise RuntimeError(f"topic {topic} does not exist: run `inplace topics`")
             tps.extend(TopicPartition(topic, p) for p in sorted(parts))
         self._consumer.assign(tps)
-        await self._consumer.seek_to_beginning(*tps)
+        resume = resume or {}
+        from_start = [tp for tp in tps if tp not in resume]
+        if from_start:
+            await self._consumer.seek_to_beginning(*from_start)
+        for tp in tps:
+            if tp in resume:
+                self._consumer.seek(tp, resume[tp])
         return tps
 
     async def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:

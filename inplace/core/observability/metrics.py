@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 EVENTS_CONSUMED = Counter(
     "inplace_events_consumed_total", "Events a role consumed from the log", ["role", "type"]
@@ -22,4 +22,15 @@ MALFORMED = Counter(
     "inplace_malformed_records_total",
     "Records a read model skipped because they could not be parsed",
     ["role", "topic"],
+)
+
+START_SOURCE = Gauge(
+    "inplace_read_model_start_source",
+    "Where a read model started: 1 for `snapshot` (the projection) or `log` (offset 0)",
+    ["role", "source"],
+)
+SNAPSHOT_OBJECTS = Gauge(
+    "inplace_read_model_snapshot_objects",
+    "Objects a read model loaded from the projection",
+    ["role"],
 )

@@ -46,21 +46,11 @@ class RebuildReport:
         return self.events / self.seconds if self.seconds else 0.0
 
 
-async def _schema_exists(conn: asyncpg.Connection, schema: str) -> bool:
-    return bool(
-        await conn.fetchval(
-            "SELECT 1 FROM information_schema.tables WHERE table_schema = $1 "
-            "AND table_name = 'consumer_offsets'",
-            schema,
-        )
-    )
-
-
 async def _live_snapshot(
     conn: asyncpg.Connection, live: ProjectionStore
 ) -> tuple[dict[TopicPartition, int], str] | None:
     """The live projection's offsets and checksum, read in one consistent snapshot."""
-    if not await _schema_exists(conn, live.schema):
+    if not await live.exists(conn):
         return None
     async with conn.transaction(isolation="repeatable_read", readonly=True):
         return await live.offsets(conn), await live.checksum(conn)

@@ -73,6 +73,36 @@ class ProjectionStore:
 
     # --- offsets ----------------------------------------------------------------------------
 
+    async def exists(self, conn: asyncpg.Connection) -> bool:
+        return bool(
+            await conn.fetchval(
+                "SELECT 1 FROM information_schema.tables WHERE table_schema = $1 "
+                "AND table_name = 'consumer_offsets'",
+                self.schema,
+            )
+        )
+
+    async def load_state(self, conn: asyncpg.Connection) -> ClusterState:
+        """Every projected object, as the fold of the log up to `offsets` holds it (call both
+        inside one REPEATABLE READ transaction for a consistent snapshot)."""
+        s = self.schema
+        state = ClusterState()
+        for r in await conn.fetch(f"SELECT namespace, name, object FROM {s}.pods"):
+            state.pods[(r["namespace"], r["name"])] = Pod.model_validate_json(r["object"])
+        for r in await conn.fetch(f"SELECT name, object FROM {s}.nodes"):
+            state.nodes[r["name"]] = Node.model_validate_json(r["object"])
+        for r in await conn.fetch(f"SELECT name, object FROM {s}.namespaces"):
+            state.namespaces[r["name"]] = json.loads(r["object"])
+        for r in await conn.fetch(f"SELECT namespace, name, object FROM {s}.resource_quotas"):
+            key = (r["namespace"], r["name"])
+            state.quotas[key] = ResourceQuota.model_validate_json(r["object"])
+        for r in await conn.fetch(f"SELECT namespace, name, object FROM {s}.limit_ranges"):
+            key = (r["namespace"], r["name"])
+            state.limit_ranges[key] = LimitRange.model_validate_json(r["object"])
+        for r in await conn.fetch(f"SELECT namespace, name, object FROM {s}.k8s_events"):
+            state.events[(r["namespace"], r["name"])] = Event.model_validate_json(r["object"])
+        return state
+
     async def offsets(self, conn: asyncpg.Connection) -> dict[TopicPartition, int]:
         rows = await conn.fetch(
             f"SELECT topic, partition, next_offset FROM {self.schema}.consumer_offsets "

@@ -1,0 +1,65 @@
+"""A read model's starting point: the projection in PostgreSQL instead of offset 0 (issue 16).
+
+The projector writes each batch's rows and its next offsets in one transaction, so the rows
+and offsets read together in one REPEATABLE READ transaction are exactly the fold of the log
+up to those offsets. A reader loads them and follows each partition from its offset: its
+start costs the objects that exist, not the history behind them.
+
+Topics the projection does not hold (`workloads`: CloneSets have no table yet) are still
+followed from offset 0.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import asyncpg
+from aiokafka import TopicPartition
+
+from inplace.core.projection.state import ClusterState
+from inplace.core.projection.store import ProjectionStore
+from schemas import events as ev
+
+log = logging.getLogger(__name__)
+
+PROJECTED_TOPICS = (ev.PODS, ev.NODES, ev.POLICY, ev.K8S_EVENTS)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    state: ClusterState
+    # Next offset to read per partition of the projected topics (absent: from 0).
+    offsets: dict[TopicPartition, int]
+
+    @property
+    def objects(self) -> int:
+        s = self.state
+        return sum(
+            len(c) for c in (s.pods, s.nodes, s.namespaces, s.quotas, s.limit_ranges, s.events)
+        )
+
+
+async def load_snapshot(
+    dsn: str, schema: str, projected_topics: set[str], connect_timeout: float = 10.0
+) -> Snapshot | str:
+    """The snapshot, or why there is none (one line, for the log)."""
+    store = ProjectionStore(schema)
+    try:
+        conn = await asyncpg.connect(dsn, timeout=connect_timeout)
+    except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+        return f"PostgreSQL unavailable ({exc})"
+    try:
+        if not await store.exists(conn):
+            return f"no projection schema {schema!r}"
+        async with conn.transaction(isolation="repeatable_read", readonly=True):
+            offsets = await store.offsets(conn)
+            if not offsets:
+                return "the projector has not stored anything yet"
+            state = await store.load_state(conn)
+    except (OSError, asyncpg.PostgresError, ValueError) as exc:
+        return f"cannot read the projection ({exc})"
+    finally:
+        await conn.close()
+    mine = {tp: n for tp, n in offsets.items() if tp.topic in projected_topics}
+    return Snapshot(state, mine)
