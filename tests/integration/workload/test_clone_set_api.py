@@ -29,7 +29,12 @@ async def test_discovery(apiserver: RoleProcess) -> None:
         groups = (await http.get("/apis")).json()
         group = (await http.get(f"/apis/{GROUP}")).json()
         resources = (await http.get(f"/apis/{GROUP}/{VERSION}")).json()
-    assert [g["name"] for g in groups["groups"]] == [GROUP]
+    # Ours, then the self-review groups `kubectl auth can-i` / `whoami` need.
+    assert [g["name"] for g in groups["groups"]] == [
+        GROUP,
+        "authorization.k8s.io",
+        "authentication.k8s.io",
+    ]
     assert group["preferredVersion"]["groupVersion"] == f"{GROUP}/{VERSION}"
     names = {r["name"] for r in resources["resources"]}
     assert names == {"clonesets", "clonesets/status", "clonesets/scale"}

@@ -1,0 +1,191 @@
+"""apiserver restart on a long history: time until ready, and records read, from the
+projection snapshot (issue 16) versus the whole log from offset 0.
+
+Builds the history straight onto the log (pods created, then many resize flows each), lets
+the projector catch up, stops it, then starts an apiserver each way and times /readyz.
+Not a test: prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from inplace.core.bus.producer import EventProducer
+from inplace.core.bus.topics import ensure_topics
+from inplace.core.localinfra import KafkaBroker, PostgresCluster, free_port
+from inplace.core.settings import Settings
+from schemas import events as ev
+from schemas.envelope import Envelope
+from schemas.k8s import Pod, ResourceRequirements
+
+
+def _pod(name: str) -> Pod:
+    amounts = {"cpu": "100m", "memory": "128Mi"}
+    container = {
+        "name": "app",
+        "image": "nginx",
+        "resources": {"requests": amounts, "limits": amounts},
+    }
+    return Pod.model_validate(
+        {
+            "metadata": {"name": name, "namespace": "default", "uid": name},
+            "spec": {"containers": [container]},
+        }
+    )
+
+
+def _history(pods: int, resizes: int) -> list[Envelope]:
+    out = [
+        Envelope.wrap(
+            ev.PodCreated(namespace="default", name=f"p-{i}", uid=f"p-{i}", pod=_pod(f"p-{i}")),
+            producer="bench",
+        )
+        for i in range(pods)
+    ]
+    for r in range(resizes):
+        for i in range(pods):
+            want = ResourceRequirements.model_validate(
+                {"requests": {"cpu": f"{100 + r}m"}, "limits": {"cpu": f"{100 + r}m"}}
+            )
+            ids = {"namespace": "default", "name": f"p-{i}", "uid": f"p-{i}"}
+            steps: list[ev.EventPayload] = [
+                ev.ResizeProposed(
+                    **ids, containers=[ev.ContainerResources(name="app", resources=want)]
+                ),
+                ev.Allocated(
+                    **ids,
+                    node_name="n",
+                    containers=[ev.ContainerAllocation(name="app", resources=want)],
+                ),
+                ev.ResizeStatusChanged(**ids, resize="InProgress"),
+                ev.Actuated(
+                    **ids,
+                    node_name="n",
+                    containers=[ev.ContainerActual(name="app", resources=want)],
+                ),
+                ev.ResizeStatusChanged(**ids, resize=None),
+            ]
+            out += [Envelope.wrap(s, producer="bench") for s in steps]
+    return out
+
+
+async def _publish(settings: Settings, envelopes: list[Envelope]) -> None:
+    producer = EventProducer(settings.kafka_bootstrap, client_id="bench")
+    await producer.start()
+    try:
+        for start in range(0, len(envelopes), 20_000):
+            await producer.publish_many(envelopes[start : start + 20_000])
+    finally:
+        await producer.stop()
+
+
+def _serve(role: str, env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "inplace.cli.main", "serve", role, "--port", str(port)], env=env
+    )
+
+
+def _ready(url: str, proc: subprocess.Popen[bytes], within: float = 1800) -> float:
+    started = time.perf_counter()
+    while time.perf_counter() - started < within:
+        if proc.poll() is not None:
+            raise SystemExit(f"exited with {proc.returncode}")
+        try:
+            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                return time.perf_counter() - started
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise SystemExit("not ready")
+
+
+def _consumed(url: str) -> int:
+    text = httpx.get(f"{url}/metrics", timeout=10).text
+    found = re.findall(
+        r'^inplace_events_consumed_total\{role="apiserver",[^}]*\} (\S+)$', text, re.M
+    )
+    return int(sum(float(v) for v in found))
+
+
+def _rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--pods", type=int, default=5000)
+    parser.add_argument("--resizes", type=int, default=20, help="resize flows per pod")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="inplace-bench-restart-", dir="/tmp"))
+    root.chmod(0o755)
+    broker, database = KafkaBroker(root / "kafka"), PostgresCluster(root / "postgres")
+    try:
+        broker.start()
+        database.start()
+        database.create_database("inplace")
+        settings = Settings(
+            kafka_bootstrap=broker.bootstrap_servers, postgres_dsn=database.dsn("inplace")
+        )
+        asyncio.run(ensure_topics(settings))
+        history = _history(args.pods, args.resizes)
+        t = time.perf_counter()
+        asyncio.run(_publish(settings, history))
+        took = time.perf_counter() - t
+        print(f"history: {len(history):,} events for {args.pods:,} pods, written in {took:.1f} s")
+        env = {
+            **os.environ,
+            "INPLACE_KAFKA_BOOTSTRAP": broker.bootstrap_servers,
+            "INPLACE_POSTGRES_DSN": database.dsn("inplace"),
+            "INPLACE_QUOTA_URL": "",
+            "INPLACE_LOG_LEVEL": "WARNING",
+            "INPLACE_INSECURE_HTTP": "true",
+        }
+        projector = _serve("projector", env, free_port())
+        t = time.perf_counter()
+        while True:  # the projector has caught up when its offsets sum to the history
+            done = subprocess.run(
+                [sys.executable, "-m", "inplace.cli.main", "replay", "checksum", "-o", "json"],
+                env=env, capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            counts = re.search(r'"pods":\s*(\d+)', done.stdout)
+            if counts and int(counts.group(1)) == args.pods:
+                time.sleep(5)  # the last resize flows of the last pods
+                break
+            time.sleep(2)
+        projector.terminate()
+        projector.wait(timeout=60)
+        print(f"projector caught up in {time.perf_counter() - t:.1f} s")
+        for label, snapshot in (("from the projection", "true"), ("from offset 0", "false")):
+            port = free_port()
+            api = _serve(
+                "apiserver", {**env, "INPLACE_APISERVER_START_FROM_PROJECTION": snapshot}, port
+            )
+            url = f"http://127.0.0.1:{port}"
+            try:
+                seconds = _ready(url, api)
+                read, rss = _consumed(url), _rss_mb(api.pid)
+                print(f"apiserver {label}: ready in {seconds:.1f} s, {read:,} records read, ")
+                print(f"  RSS {rss:.0f} MB")
+            finally:
+                api.terminate()
+                api.wait(timeout=30)
+    finally:
+        broker.stop()
+        database.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
