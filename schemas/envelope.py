@@ -42,6 +42,8 @@ class EventPayload(PayloadModel):
     TYPE: ClassVar[str]
     TOPIC: ClassVar[str]
     VERSION: ClassVar[int] = 1
+    # False for events that only record something (a refused request): no object changes.
+    CHANGES_STATE: ClassVar[bool] = True
     registry: ClassVar[dict[str, type[EventPayload]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

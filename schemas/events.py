@@ -86,6 +86,46 @@ class ResizeProposed(PodEvent):
     managed_fields: list[dict[str, Any]] | None = None
 
 
+class ResourceHolder(PayloadModel):
+    """A pod holding part of a node's allocation, with its effective requests."""
+
+    pod: str = Field(min_length=1)  # namespace/name
+    requests: dict[str, str] = Field(default_factory=dict)
+
+
+class DecisionRecord(PayloadModel):
+    """What a kubelet admission decision was made on (issue 19): enough to explain it from
+    the log alone, and bounded (at most MAX_HOLDERS holders) so the log does not balloon."""
+
+    MAX_HOLDERS: ClassVar[int] = 5
+
+    node: str = Field(min_length=1)
+    allocatable: dict[str, str] = Field(default_factory=dict)
+    # Sum of the other pods' allocated requests, and this pod's requests after the resize.
+    allocated: dict[str, str] = Field(default_factory=dict)
+    requested: dict[str, str] = Field(default_factory=dict)
+    short: list[str] = Field(default_factory=list)  # resources that did not fit
+    holders: list[ResourceHolder] = Field(default_factory=list, max_length=5)
+    policy: str | None = None  # the node policy that refused (static CPU/memory manager)
+
+    def held_by(self) -> str:
+        """The short form for conditions and Events: "most held by ns/db-0 (cpu 4), …"."""
+        if not self.short:
+            return ""  # refused by a policy, not for room: no holder is the reason
+        resource = self.short[0]
+        held = [
+            f"{h.pod} ({resource} {h.requests[resource]})"
+            for h in self.holders
+            if resource in h.requests
+        ]
+        return f"most held by {', '.join(held)}" if held else ""
+
+    def explain(self, message: str) -> str:
+        """`message` (the kubelet's own words) plus which pods hold the resource."""
+        held = self.held_by()
+        return f"{message}; {held}" if held else message
+
+
 class ResizeStatusChanged(PodEvent):
     """status.resize moved: InProgress / Deferred / Infeasible, or cleared (None)."""
 
@@ -94,6 +134,7 @@ class ResizeStatusChanged(PodEvent):
     resize: ResizeStatus | None = None
     reason: str | None = None
     message: str | None = None
+    decision: DecisionRecord | None = None  # the inputs of a Deferred / Infeasible decision
 
 
 class ContainerAllocation(PayloadModel):
@@ -102,6 +143,18 @@ class ContainerAllocation(PayloadModel):
 
     name: str = Field(min_length=1)
     resources: ResourceRequirements
+
+
+class ResizeRefused(PodEvent):
+    """The apiserver refused a resize request (quota or LimitRange admission, validation):
+    nothing changed, but "why was my resize not applied" has an answer in the log."""
+
+    TYPE: ClassVar[str] = "ResizeRefused"
+    CHANGES_STATE: ClassVar[bool] = False
+    code: int = Field(ge=400, le=599)
+    reason: str = ""
+    message: str = ""
+    containers: list[ContainerResources] = Field(default_factory=list)  # what was asked
 
 
 class Allocated(PodEvent):

@@ -284,6 +284,8 @@ class ReadModel:
             listener(record)
 
     def _apply_record(self, record: Record) -> None:
+        if not record.envelope.payload.CHANGES_STATE:
+            return  # a record of something refused: no object changed, nothing to watch
         if not self.watchable or not self.ready.is_set():
             self.state.apply(record)
             self.state.touched.clear()

@@ -214,14 +214,39 @@ class PodHandlers:
             desired = resize_view(old, patched)
             problems = validate_pod_resize(old, desired)
             if problems:
-                raise errors.ApiError(invalid_status(KIND, name, problems))
+                error = errors.ApiError(invalid_status(KIND, name, problems))
+                raise await self._refused(desired, error, request)
             if _resources_of(desired) == _resources_of(old):
                 return self._current(namespace, name)  # nothing to resize: a no-op, like K8s
-            desired = await self.admission.admit_pod("UPDATE", desired, old, "resize")
+            try:
+                desired = await self.admission.admit_pod("UPDATE", desired, old, "resize")
+            except errors.ApiError as exc:
+                if exc.code in (403, 422):  # quota / LimitRange said no
+                    raise await self._refused(desired, exc, request) from None
+                raise
             proposal = _proposal(desired)
             proposal.managed_fields = managed
             await self.writer.commit(proposal, self._correlation(request))
         return self._current(namespace, name)
+
+    async def _refused(
+        self, desired: Pod, error: errors.ApiError, request: Request
+    ) -> errors.ApiError:
+        """Record a refused resize on the log (who asked, what, why: `inplace explain`), then
+        hand the error back to be raised."""
+        status = error.status
+        proposal = _proposal(desired)
+        refused = ev.ResizeRefused(
+            namespace=proposal.namespace,
+            name=proposal.name,
+            uid=proposal.uid,
+            code=error.code,
+            reason=status.reason or "",
+            message=status.message or "",
+            containers=proposal.containers,
+        )
+        await self.writer.commit(refused, self._correlation(request))
+        return error
 
     def _incoming(
         self, request: Request, old: Pod, body: bytes, *, check_schema: bool = True

@@ -18,10 +18,12 @@ Nothing here does I/O or mutates its inputs; `NodeAllocation` is an immutable va
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from schemas.events import DecisionRecord, ResourceHolder
 from schemas.k8s import (
     RESOURCE_CPU,
     RESOURCE_EPHEMERAL_STORAGE,
@@ -53,6 +55,7 @@ __all__ = [
     "admit_pod",
     "allocated_resources",
     "decide_resize",
+    "decision_record",
     "pod_key",
     "retry_deferred",
     "with_resources",
@@ -222,8 +225,14 @@ class Deferred:
     """Fits the node in theory but not now; re-evaluated whenever resources free up."""
 
     message: str
+    # The inputs the decision was made on (issue 19); not part of what the decision *is*.
+    record: DecisionRecord | None = field(default=None, compare=False)
 
     reason: str = field(default="Deferred", init=False)
+
+    @property
+    def explained(self) -> str:
+        return self.record.explain(self.message) if self.record else self.message
 
 
 @dataclass(frozen=True)
@@ -231,8 +240,13 @@ class Infeasible:
     """Can never fit this node (or is not allowed here); not re-evaluated."""
 
     message: str
+    record: DecisionRecord | None = field(default=None, compare=False)
 
     reason: str = field(default="Infeasible", init=False)
+
+    @property
+    def explained(self) -> str:
+        return self.record.explain(self.message) if self.record else self.message
 
 
 Decision = Accept | Deferred | Infeasible
@@ -304,9 +318,9 @@ def _shortage(
     return None
 
 
-def _infeasibility(requested: ResourceList, allocatable: ResourceList) -> str | None:
-    """Message when the pod alone exceeds allocatable (memory reported first, as the kubelet's
-    canResizePod does), else None."""
+def _infeasibility(requested: ResourceList, allocatable: ResourceList) -> tuple[str, str] | None:
+    """(resource, message) when the pod alone exceeds allocatable (memory reported first, as
+    the kubelet's canResizePod does), else None."""
     names = _checked_names(requested, allocatable)
     if RESOURCE_MEMORY in names:
         names.remove(RESOURCE_MEMORY)
@@ -315,7 +329,7 @@ def _infeasibility(requested: ResourceList, allocatable: ResourceList) -> str | 
         want = requested[name]
         capacity = allocatable.get(name, ZERO)
         if ZERO < want and capacity < want:
-            return (
+            return name, (
                 f"Node didn't have enough capacity: {name}, requested: {_amount(name, want)}, "
                 f"capacity: {_amount(name, capacity)}"
             )
@@ -415,9 +429,10 @@ def _static_policy_conflict(
     before: Mapping[str, ResourceRequirements],
     after: Mapping[str, ResourceRequirements],
     changes: Mapping[str, set[str]],
-) -> str | None:
-    """KEP-1287 Static CPU & Memory Policy: a Guaranteed pod's exclusive CPUs (integral
-    requests) and pinned memory cannot be resized; such a resize is Infeasible."""
+) -> tuple[str, str] | None:
+    """(policy, message) when KEP-1287's Static CPU & Memory Policy forbids the resize: a
+    Guaranteed pod's exclusive CPUs (integral requests) and pinned memory cannot be resized;
+    such a resize is Infeasible."""
     if qos_class(desired_pod) != "Guaranteed":
         return None
     if node.cpu_manager_policy == "static":
@@ -427,13 +442,13 @@ def _static_policy_conflict(
             if _is_integral_cpu(before.get(name, ResourceRequirements())) or _is_integral_cpu(
                 after[name]
             ):
-                return (
+                return "cpuManagerPolicy=static", (
                     'Resize is infeasible for Guaranteed Pods alongside CPU Manager policy "static"'
                     f": container {name!r} has exclusive (integral) CPUs"
                 )
     if node.memory_manager_policy == "Static":
         if any(RESOURCE_MEMORY in resources for resources in changes.values()):
-            return (
+            return "memoryManagerPolicy=Static", (
                 'Resize is infeasible for Guaranteed Pods alongside Memory Manager policy "Static"'
             )
     return None
@@ -467,17 +482,60 @@ def decide_resize(
         return Infeasible(invalid)
     # Keep everything but the resources from the checkpoint: the decision is about resources.
     target = with_resources(allocated, after)
+    requested = pod_requests(target)
     conflict = _static_policy_conflict(node, target, before, after, changes)
     if conflict is not None:
-        return Infeasible(conflict)
-    requested = pod_requests(target)
+        policy, message = conflict
+        return Infeasible(message, decision_record(node, key, requested, [], policy))
     infeasible = _infeasibility(requested, node.allocatable)
     if infeasible is not None:
-        return Infeasible(infeasible)
+        resource, message = infeasible
+        return Infeasible(message, decision_record(node, key, requested, [resource]))
     shortage = _shortage(requested, node.used(excluding=key), node.allocatable)
     if shortage is not None:
-        return Deferred(shortage[1])
+        resource, message = shortage
+        return Deferred(message, decision_record(node, key, requested, [resource]))
     return Accept(pod=target)
+
+
+_RECORDED = (RESOURCE_CPU, RESOURCE_MEMORY)
+
+
+def _recorded(amounts: Mapping[str, Quantity]) -> dict[str, str]:
+    return {name: str(amounts[name]) for name in _RECORDED if name in amounts}
+
+
+def decision_record(
+    node: NodeAllocation,
+    key: str,
+    requested: ResourceList,
+    short: list[str],
+    policy: str | None = None,
+) -> DecisionRecord:
+    """The inputs of a decision about pod `key`: the node's allocatable, what the other pods
+    hold (in sum, and the largest holders of the resource that did not fit), what it asked."""
+    focus = short[0] if short else RESOURCE_CPU
+    others = ((k, node.requests_of(k)) for k in node.pods if k != key)
+    largest = (  # a policy refusal names no holder: room was not the reason
+        heapq.nlargest(
+            DecisionRecord.MAX_HOLDERS, others, key=lambda held: held[1].get(focus, ZERO)
+        )
+        if short
+        else []
+    )
+    return DecisionRecord(
+        node=node.name,
+        allocatable=_recorded(node.allocatable),
+        allocated=_recorded(node.used(excluding=key)),
+        requested=_recorded(requested),
+        short=short,
+        holders=[
+            ResourceHolder(pod=k, requests=_recorded(r))
+            for k, r in largest
+            if ZERO < r.get(focus, ZERO)
+        ],
+        policy=policy,
+    )
 
 
 # --- deferred resizes ---------------------------------------------------------------------------

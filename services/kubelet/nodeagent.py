@@ -504,12 +504,15 @@ class NodeAgent:
                     RESIZE_REQUESTS.labels("deferred").inc()
                     await self._write(
                         ev.ResizeStatusChanged(
-                            **self._ids(pod), resize="Deferred", message=decision.message
+                            **self._ids(pod),
+                            resize="Deferred",
+                            message=decision.explained,
+                            decision=decision.record,
                         ),
                         key,
                     )
                     # Warning since 1.34, as the kubelet reports it.
-                    await self._event(pod, "ResizeDeferred", decision.message, "Warning")
+                    await self._event(pod, "ResizeDeferred", decision.explained, "Warning")
                 # A waiting proposal never stops the current allocation from being applied
                 # (e.g. one a SIGKILL cut off mid-actuation).
                 await self._actuate(key)
@@ -520,11 +523,14 @@ class NodeAgent:
                     RESIZE_REQUESTS.labels("infeasible").inc()
                     await self._write(
                         ev.ResizeStatusChanged(
-                            **self._ids(pod), resize="Infeasible", message=decision.message
+                            **self._ids(pod),
+                            resize="Infeasible",
+                            message=decision.explained,
+                            decision=decision.record,
                         ),
                         key,
                     )
-                    await self._event(pod, "ResizeInfeasible", decision.message, "Warning")
+                    await self._event(pod, "ResizeInfeasible", decision.explained, "Warning")
                 await self._actuate(key)
                 return
             assert isinstance(decision, Accept)

@@ -38,6 +38,8 @@ class ClusterState:
     def apply(self, record: Record) -> None:
         env, pos, adopt = record.envelope, record.position, self.adopt_payloads
         payload = env.payload
+        if not payload.CHANGES_STATE:
+            return
         if isinstance(payload, ev.PodEvent):
             key = (payload.namespace, payload.name)
             _put(self, "pods", key, reducers.reduce_pod(self.pods.get(key), env, pos, adopt=adopt))

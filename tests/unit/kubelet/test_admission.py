@@ -524,3 +524,40 @@ def test_used_is_always_the_sum_of_the_other_pods(
                     for resource, q in pod_requests(pod).items():
                         naive[resource] = naive.get(resource, Quantity("0")) + q
             assert _units(allocation.used(excluding=excluding)) == _units(naive)
+
+
+# --- decision records (issue 19): what each Deferred / Infeasible was decided on -----------------
+
+
+def test_a_deferred_resize_records_the_node_and_the_largest_holders() -> None:
+    holders = [burstable(f"h{i}", f"{(i + 1) * 100}m") for i in range(7)]
+    small = mkpod("small", ctr("app", g("500m", "1Gi")))
+    checkpoint = node("4", "8Gi", "110", small, *holders)  # 2.8 CPU held by h0..h6
+    got = decide_resize(checkpoint, small, resize_of(small, app=g("1500m", "1Gi")))
+    assert isinstance(got, Deferred)
+    record = got.record
+    assert record is not None
+    assert (record.node, record.short) == (checkpoint.name, ["cpu"])
+    assert record.allocatable == {"cpu": "4", "memory": "8Gi"}
+    assert record.allocated["cpu"] == "2800m"
+    assert record.requested == {"cpu": "1500m", "memory": "1Gi"}
+    # At most five holders, largest first, never the pod itself.
+    assert [h.pod for h in record.holders] == ["ns/h6", "ns/h5", "ns/h4", "ns/h3", "ns/h2"]
+    assert record.holders[0].requests == {"cpu": "700m", "memory": "128Mi"}
+    assert got.explained == (
+        "Node didn't have enough resource: cpu, requested: 1500, used: 2800, capacity: 4000"
+        "; most held by ns/h6 (cpu 700m), ns/h5 (cpu 600m), ns/h4 (cpu 500m), ns/h3 (cpu 400m), "
+        "ns/h2 (cpu 300m)"
+    )
+
+
+def test_an_infeasible_resize_records_the_allocatable_and_the_policy() -> None:
+    checkpoint = node("4", "8Gi", "110", A, B)
+    too_big = decide_resize(checkpoint, A, resize_of(A, app=g("6", "1Gi")))
+    assert isinstance(too_big, Infeasible) and too_big.record is not None
+    assert too_big.record.short == ["cpu"] and too_big.record.allocatable["cpu"] == "4"
+    static = node("4", "8Gi", "110", A, B, cpu_policy="static")
+    pinned = decide_resize(static, A, resize_of(A, app=g("2", "1Gi")))
+    assert isinstance(pinned, Infeasible) and pinned.record is not None
+    assert pinned.record.policy == "cpuManagerPolicy=static"
+    assert pinned.record.holders == [] and pinned.explained == pinned.message
