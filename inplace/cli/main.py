@@ -9,7 +9,7 @@ import sys
 import typer
 from rich.console import Console
 
-from inplace.cli import infra, load, node, pki, replay
+from inplace.cli import explain, infra, load, node, pki, replay
 from inplace.cli.errors import fail, run_async
 from inplace.cli.output import OUTPUT, check_format, print_rows
 from inplace.cli.roles import ROLES, serve
@@ -28,6 +28,7 @@ app.add_typer(replay.app, name="replay")
 app.add_typer(node.app, name="node")
 app.add_typer(pki.app, name="pki")
 app.command("load")(load.load_cmd)
+app.command("explain")(explain.explain_cmd)
 out = Console(highlight=False, soft_wrap=True)
 
 

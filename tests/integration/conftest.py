@@ -245,6 +245,18 @@ async def until(
         await asyncio.sleep(0.05)
 
 
+def inplace(settings: Settings, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The `inplace` command as a user runs it, on this test's cluster (wide terminal)."""
+    return subprocess.run(
+        [sys.executable, "-m", "inplace.cli.main", *args],
+        cwd=REPO,
+        env={**settings_env(settings), "COLUMNS": "250", **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 async def kubectl(
     apiserver: RoleProcess, *args: str, stdin: str | None = None, check: bool = True
 ) -> subprocess.CompletedProcess[str]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 
 import yaml
 
@@ -13,20 +11,7 @@ from inplace.core.bus.producer import EventProducer
 from inplace.core.settings import Settings
 from schemas import events as ev
 from tests import factories
-from tests.integration.conftest import REPO, RoleProcess, settings_env, wait_caught_up
-
-
-def inplace(
-    settings: Settings, *args: str, columns: str = "250"
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "inplace.cli.main", *args],
-        cwd=REPO,
-        env={**settings_env(settings), "COLUMNS": columns},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+from tests.integration.conftest import RoleProcess, inplace, wait_caught_up
 
 
 async def test_rebuild_history_and_state_at(
@@ -57,7 +42,7 @@ async def test_rebuild_history_and_state_at(
         assert env.correlation_id in line
 
     # Piped into a narrow "terminal", nothing is cut: grep finds every event type whole.
-    narrow = inplace(settings, "replay", "history", "team-a/web-1", columns="40")
+    narrow = inplace(settings, "replay", "history", "team-a/web-1", COLUMNS="40")
     words = [ln.split() for ln in narrow.stdout.splitlines()[1:]]
     types = set(ev.event_types())
     assert [next(t for t in w if t in types) for w in words] == [e.type for e, _ in mine]

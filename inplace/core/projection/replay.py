@@ -25,6 +25,7 @@ from inplace.core.projection.store import (
     history_rows,
 )
 from inplace.core.store.migrations import drop_schema, migrate
+from schemas import events as ev
 from schemas.events import EVENT_TOPICS, PODS
 
 # pod history rows per COPY: big enough to amortise a round trip, small enough that Postgres
@@ -255,24 +256,51 @@ def pod_partition(key: str, partitions: int) -> int:
     return int(DefaultPartitioner()(key.encode(), all_parts, all_parts))
 
 
+async def key_history(bootstrap: str, topic: str, key: str, topic_prefix: str = "") -> list[Record]:
+    """Every event of one key (a pod's `namespace/name`, a node's name) in log order: only
+    the partition the key hashes to is read."""
+    found: list[Record] = []
+    async with LogReader(bootstrap, role="history") as reader:
+        tps = await reader.partitions([topic_prefix + topic])
+        tp = TopicPartition(topic_prefix + topic, pod_partition(key, len(tps)))
+        end = await reader.end_offsets([tp])
+        async for batch in reader.read({tp: 0}, end):
+            found.extend(r for r in batch.records if r.envelope.key == key)
+    return found
+
+
+async def pods_on_node(bootstrap: str, node: str, topic_prefix: str = "") -> list[Record]:
+    """Pod events that concern `node`: evictions from it, resize decisions it made (Deferred /
+    Infeasible with their inputs) and its allocations. Reads the whole `pods` topic."""
+    found: list[Record] = []
+    async with LogReader(bootstrap, role="history") as reader:
+        tps = await reader.partitions([topic_prefix + PODS])
+        end = await reader.end_offsets(tps)
+        async for batch in reader.read(dict.fromkeys(tps, 0), end):
+            found.extend(r for r in batch.records if _concerns(r, node))
+    found.sort(key=lambda r: r.envelope.time)
+    return found
+
+
+def _concerns(record: Record, node: str) -> bool:
+    p = record.envelope.payload
+    if isinstance(p, ev.PodEvicted | ev.Allocated):
+        return p.node_name == node
+    return (
+        isinstance(p, ev.ResizeStatusChanged) and p.decision is not None and p.decision.node == node
+    )
+
+
 async def pod_history(
     bootstrap: str, namespace: str, name: str, topic_prefix: str = ""
 ) -> list[HistoryEntry]:
-    key = f"{namespace}/{name}"
+    records = await key_history(bootstrap, PODS, f"{namespace}/{name}", topic_prefix)
     entries: list[HistoryEntry] = []
-    async with LogReader(bootstrap, role="history") as reader:
-        tps = await reader.partitions([topic_prefix + PODS])
-        tp = TopicPartition(topic_prefix + PODS, pod_partition(key, len(tps)))
-        end = await reader.end_offsets([tp])
-        previous: datetime | None = None
-        async for batch in reader.read({tp: 0}, end):
-            for record in batch.records:
-                if record.envelope.key != key:
-                    continue
-                t = record.envelope.time
-                delta = (t - previous).total_seconds() if previous else None
-                entries.append(HistoryEntry(record, delta))
-                previous = t
+    previous: datetime | None = None
+    for record in records:
+        t = record.envelope.time
+        entries.append(HistoryEntry(record, (t - previous).total_seconds() if previous else None))
+        previous = t
     return entries
 
 

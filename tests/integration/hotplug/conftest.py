@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,7 @@ import pytest
 from inplace.core.bus.consumer import LogReader
 from inplace.core.settings import Settings
 from schemas.envelope import Envelope, EventPayload
-from tests.integration.conftest import REPO, RoleProcess, settings_env
+from tests.integration.conftest import RoleProcess
 
 
 async def read_log(settings: Settings, *topics: str) -> list[Envelope]:
@@ -62,14 +60,3 @@ async def hotplug(settings: Settings, tmp_path: Path) -> AsyncIterator[RoleProce
     await proc.ready()
     yield proc
     assert proc.stop() == 0
-
-
-def inplace(settings: Settings, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "inplace.cli.main", *args],
-        cwd=REPO,
-        env={**settings_env(settings), "COLUMNS": "200", **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )

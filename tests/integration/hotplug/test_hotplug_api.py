@@ -22,8 +22,8 @@ from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import Node
-from tests.integration.conftest import RoleProcess
-from tests.integration.hotplug.conftest import inplace, payloads_of, post_when_known, strs
+from tests.integration.conftest import RoleProcess, inplace
+from tests.integration.hotplug.conftest import payloads_of, post_when_known, strs
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,7 @@ from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import ResourceRequirements
 from schemas.quantity import Quantity
-from tests.integration.conftest import RoleProcess
+from tests.integration.conftest import RoleProcess, inplace
 
 NS = "team-a"
 
@@ -99,7 +99,7 @@ def same(actual: dict[str, str], expected: dict[str, str]) -> bool:
 
 
 async def test_resize_beyond_quota_is_403_and_within_quota_passes(
-    admitting_apiserver: RoleProcess,
+    admitting_apiserver: RoleProcess, settings: Settings
 ) -> None:
     v1 = core(admitting_apiserver)
     await namespace(v1)
@@ -125,6 +125,17 @@ async def test_resize_beyond_quota_is_403_and_within_quota_passes(
     unchanged = await call(v1.read_namespaced_pod, "web-0", NS)
     assert unchanged.spec.containers[0].resources.requests["cpu"] == "300m"
     assert unchanged.status.resize is None
+    # The refusal is on the log: `inplace explain` names the quota, its used and hard.
+    explained = inplace(settings, "explain", f"{NS}/web-0", "-o", "json")
+    [refused] = json.loads(explained.stdout)["resizes"]
+    assert refused["outcome"] == "Refused by the apiserver"
+    assert refused["wanted"] == [
+        "c1: requests cpu=800m, memory=128Mi; limits cpu=800m, memory=128Mi"
+    ]
+    assert (
+        refused["steps"][0]["text"]
+        == f"refused by the apiserver (403 Forbidden): {body['message']}"
+    )
 
     resized = await call(v1.patch_namespaced_pod_resize, "web-0", NS, resize("700m"))
     assert resized.status.resize == "Proposed"
