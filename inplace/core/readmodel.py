@@ -197,6 +197,7 @@ class ReadModel:
         self.use_snapshot = snapshot
         self.topics = [settings.topic(t) for t in topics]
         self._listeners: list[Callable[[Record], None]] = []
+        self._seeders: list[Callable[[], None]] = []
         self.state = ClusterState()
         self.watchable = window > 0
         self.collections = {n: Collection(n, deque(maxlen=window)) for n in COLLECTIONS}
@@ -238,6 +239,8 @@ class ReadModel:
         )
         START_SOURCE.labels(self.role, "snapshot").set(1)
         SNAPSHOT_OBJECTS.labels(self.role).set(found.objects)
+        for seed in self._seeders:
+            seed()
         return found.offsets
 
     async def run(self) -> None:
@@ -273,6 +276,11 @@ class ReadModel:
             # cyclic collection (gen2 pauses grew with the log). Refcounting still frees it.
             gc.freeze()
             log.info("read model caught up with the log")
+
+    def on_snapshot(self, seed: Callable[[], None]) -> None:
+        """Call `seed` once the state was loaded from a snapshot: a holder that indexes what it
+        sees in `on_apply` builds the same index from the objects instead."""
+        self._seeders.append(seed)
 
     def on_apply(self, listener: Callable[[Record], None]) -> None:
         """Call `listener` after each record is applied (e.g. to release a reservation)."""

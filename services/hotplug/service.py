@@ -31,7 +31,8 @@ INPUT_TOPICS = (NODES,)
 
 async def run(settings: Settings, *, host: str, port: int) -> None:
     config = HotplugConfig()
-    model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS, window=0)
+    # Its state is the objects (indexes are seeded from them): start from the projection.
+    model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS, window=0, snapshot=True)
     producer = EventProducer(
         settings.kafka_bootstrap, client_id=ROLE, topic_prefix=settings.topic_prefix
     )

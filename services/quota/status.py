@@ -87,6 +87,14 @@ class QuotaStatus:
         self._in_flight: dict[tuple[str, str], _InFlight] = {}
         self._wake = asyncio.Event()
         model.on_apply(self._observe)
+        model.on_snapshot(self._seed)
+
+    def _seed(self) -> None:
+        """Started from a snapshot: the indexes `_observe` keeps, from the objects."""
+        for namespace, name in self.model.objects("pods"):
+            self._pods[namespace].add(name)
+        for namespace, name in self.model.objects("resourcequotas"):
+            self._quotas[namespace].add(name)
 
     # -- the read model's records ---------------------------------------------------------------
 

@@ -45,6 +45,11 @@ class QuotaWebhook:
         # Pod names per namespace, so a decision reads its namespace, not the whole cluster.
         self._names: defaultdict[str, set[str]] = defaultdict(set)
         model.on_apply(self._release)
+        model.on_snapshot(self._seed)
+
+    def _seed(self) -> None:
+        for namespace, name in self.model.objects("pods"):
+            self._names[namespace].add(name)
 
     def _release(self, record: Record) -> None:
         """The admitted write reached the log: the log now counts it; drop the reservation."""

@@ -20,7 +20,7 @@ from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import ResourceRequirements
 from schemas.quantity import Quantity
-from tests.integration.conftest import RoleProcess, inplace
+from tests.integration.conftest import RoleProcess, inplace, wait_caught_up
 
 NS = "team-a"
 
@@ -367,3 +367,29 @@ async def test_webhook_is_called_only_where_a_quota_or_limit_range_exists(
         assert 'failed calling webhook "quota.inplace.io"' in body["message"]
     finally:
         apiserver.stop()
+
+
+async def test_quota_restarted_from_the_projection_still_counts_every_pod(
+    admitting_apiserver: RoleProcess,
+    quota: RoleProcess,
+    projector: RoleProcess,
+    settings: Settings,
+) -> None:
+    v1 = core(admitting_apiserver)
+    await namespace(v1)
+    await call(v1.create_namespaced_resource_quota, NS, quota_body(**{"requests.cpu": "1"}))
+    for name in ("web-0", "web-1"):
+        await call(v1.create_namespaced_pod, NS, pod_body(name, "300m"))
+    projector.start()
+    await wait_caught_up(settings, projector)
+    quota.stop()
+    quota.start()  # same port: the apiserver's webhook URL stays right
+    await quota.ready()
+    async with quota.client(base_url=quota.url) as http:
+        metrics = (await http.get("/metrics")).text
+    assert 'inplace_read_model_start_source{role="quota",source="snapshot"} 1.0' in metrics
+    # The pods it never saw as events are counted: 600m used, so +500m is over 1 CPU.
+    with pytest.raises(ApiException) as denied:
+        await call(v1.patch_namespaced_pod_resize, "web-0", NS, resize("800m"))
+    assert denied.value.status == 403
+    assert "used: requests.cpu=600m" in status_of(denied.value)["message"]
