@@ -47,15 +47,22 @@ def serve_cmd(
 
 
 @app.command("topics")
-def topics_cmd() -> None:
+def topics_cmd(output: str = OUTPUT) -> None:
     """Create the event topics with their partition counts and retention (idempotent)."""
     from inplace.core.bus.topics import ensure_topics, topic_specs
 
+    fmt = check_format(output)
     settings = Settings()
     created = run_async(ensure_topics(settings))
-    for spec in topic_specs(settings):
-        mark = "created" if spec.name in created else "exists"
-        out.print(f"{spec.name:12} partitions={spec.partitions:<3} {mark}")
+    rows = [
+        {
+            "topic": spec.name,
+            "partitions": spec.partitions,
+            "state": "created" if spec.name in created else "exists",
+        }
+        for spec in topic_specs(settings)
+    ]
+    print_rows(rows, ["topic", "partitions", "state"], fmt, console=out)
 
 
 @app.command("migrate")

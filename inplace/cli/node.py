@@ -18,6 +18,7 @@ from rich.console import Console
 
 from inplace.cli.errors import fail
 from inplace.cli.kubeconfig import KUBECONFIG, endpoint_of
+from inplace.cli.output import OUTPUT, check_format, print_document
 
 app = typer.Typer(help="Nodes: resize a node's CPU, memory and swap in place (KEP-3953).")
 out = Console(highlight=False, soft_wrap=True)
@@ -64,11 +65,14 @@ def resize_cmd(
         show_default=False,
     ),
     kubeconfig: Path | None = KUBECONFIG,
+    output: str = OUTPUT,
 ) -> None:
-    """Resize NODE in place and print its capacity and allocatable, old -> new.
+    """Resize NODE in place and print its capacity and allocatable, old -> new
+    (`-o json|yaml`: the hotplug API's answer as one document).
 
     The hotplug API takes admins only (group system:masters) when the cluster runs with
     credentials: the kubeconfig's client certificate (or token) and CA are used."""
+    fmt = check_format(output)
     body = {k: v for k, v in {"cpu": cpu, "memory": memory, "swap": swap}.items() if v is not None}
     if not body:
         raise fail("nothing to resize: give --cpu, --memory and/or --swap")
@@ -88,6 +92,8 @@ def resize_cmd(
     if response.status_code != 200:
         raise fail(_error(response))
     result = response.json()
+    if print_document(result, fmt):
+        return
     if not result.get("changed"):
         out.print(f"node/{node} unchanged")
     else:

@@ -14,6 +14,19 @@ from tests import factories
 from tests.integration.conftest import RoleProcess, inplace, wait_caught_up
 
 
+def test_topics_prints_one_row_per_topic_in_every_format(settings: Settings) -> None:
+    rows = [
+        json.loads(line) for line in inplace(settings, "topics", "-o", "json").stdout.splitlines()
+    ]
+    assert {r["topic"] for r in rows} == set(settings.event_topics()) | {
+        settings.topic(ev.DEAD_LETTER)
+    }
+    assert {r["state"] for r in rows} == {"exists"}  # the fixture made them
+    assert rows[0]["partitions"] == settings.pods_partitions
+    table = inplace(settings, "topics").stdout.splitlines()
+    assert table[0].split() == ["TOPIC", "PARTITIONS", "STATE"]
+
+
 async def test_rebuild_history_and_state_at(
     settings: Settings, producer: EventProducer, projector: RoleProcess
 ) -> None:

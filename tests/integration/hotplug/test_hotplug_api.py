@@ -8,6 +8,7 @@ and allocatable, a NodeResized Event on the Node; initialCapacity untouched by t
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 from pathlib import Path
 
@@ -212,6 +213,12 @@ async def test_node_resize_cli(
         inplace, settings, "node", "resize", "node-c", "--cpu", "16", "--server", hotplug.url
     )
     assert same.returncode == 0 and same.stdout.startswith("node/node-c unchanged")
+    as_json = await asyncio.to_thread(
+        inplace, settings, "node", "resize", "node-c", "--cpu", "16", "-o", "json",
+        "--server", hotplug.url,
+    )  # fmt: skip
+    answer = json.loads(as_json.stdout)
+    assert (answer["changed"], answer["newCapacity"]["cpu"]) == (False, "16")
 
     def one_line_error(done: subprocess.CompletedProcess[str], text: str) -> None:
         assert done.returncode == 1, done.stdout
