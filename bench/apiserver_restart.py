@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import asyncpg
 import httpx
 
 from inplace.core.bus.producer import EventProducer
@@ -90,6 +91,25 @@ async def _publish(settings: Settings, envelopes: list[Envelope]) -> None:
         await producer.stop()
 
 
+async def _wait_projected(dsn: str, events: int) -> None:
+    """Until the projector's stored offsets cover the whole history."""
+    while True:
+        try:
+            conn = await asyncpg.connect(dsn)
+            try:
+                done = await conn.fetchval(
+                    "SELECT coalesce(sum(next_offset), 0) FROM projection.consumer_offsets "
+                    "WHERE consumer = 'projector'"
+                )
+            finally:
+                await conn.close()
+            if done >= events:
+                return
+        except asyncpg.UndefinedTableError:
+            pass  # the projector has not migrated yet
+        await asyncio.sleep(1)
+
+
 def _serve(role: str, env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "inplace.cli.main", "serve", role, "--port", str(port)], env=env
@@ -154,16 +174,7 @@ def main() -> None:
         }
         projector = _serve("projector", env, free_port())
         t = time.perf_counter()
-        while True:  # the projector has caught up when its offsets sum to the history
-            done = subprocess.run(
-                [sys.executable, "-m", "inplace.cli.main", "replay", "checksum", "-o", "json"],
-                env=env, capture_output=True, text=True, check=False,
-            )  # fmt: skip
-            counts = re.search(r'"pods":\s*(\d+)', done.stdout)
-            if counts and int(counts.group(1)) == args.pods:
-                time.sleep(5)  # the last resize flows of the last pods
-                break
-            time.sleep(2)
+        asyncio.run(_wait_projected(database.dsn("inplace"), len(history)))
         projector.terminate()
         projector.wait(timeout=60)
         print(f"projector caught up in {time.perf_counter() - t:.1f} s")
