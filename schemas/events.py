@@ -185,11 +185,32 @@ class PodBound(PodEvent):
     node_name: str = Field(min_length=1)
 
 
+class NodeFit(PayloadModel):
+    """One node as the scheduler saw it for a pod: what was free, and why it did not fit."""
+
+    node: str
+    free: dict[str, str] = Field(default_factory=dict)
+    reasons: list[str] = Field(default_factory=list)
+
+
+class SchedulingRecord(PayloadModel):
+    """What a FailedScheduling decision was made on (issue 19), bounded: how many nodes, the
+    reasons counted as kube-scheduler counts them, and the nodes that came closest."""
+
+    MAX_NODES: ClassVar[int] = 5
+
+    nodes: int = Field(ge=0)
+    requested: dict[str, str] = Field(default_factory=dict)
+    reasons: dict[str, int] = Field(default_factory=dict)
+    closest: list[NodeFit] = Field(default_factory=list, max_length=5)
+
+
 class PodUnschedulable(PodEvent):
     """The scheduler found no node: PodScheduled=False with Kubernetes' reason text."""
 
     TYPE: ClassVar[str] = "PodUnschedulable"
     message: str
+    record: SchedulingRecord | None = None
 
 
 class ContainerStarted(PayloadModel):

@@ -22,11 +22,13 @@ O(nodes) and never depends on the number of pods already placed.
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Final
 
+from schemas.events import NodeFit, SchedulingRecord
 from schemas.k8s import Pod
 from services.scheduler.cache import (
     CapacityFreed,
@@ -80,6 +82,7 @@ class Unschedulable:
 
     message: str
     reasons: Mapping[str, tuple[str, ...]]  # node name → why it was filtered out
+    record: SchedulingRecord | None = field(default=None, compare=False)  # inputs (issue 19)
 
 
 # --- filter ---------------------------------------------------------------------------------------
@@ -178,7 +181,37 @@ def schedule(cache: SchedulerCache, pod: Pod) -> Bound | Unschedulable:
         return Bound(best.name, score(best, demand))
     nodes = cache.nodes()
     reasons = {node.name: node_reasons(node, demand) for node in nodes}
-    return Unschedulable(failed_scheduling_message(len(nodes), reasons), reasons)
+    return _unschedulable(nodes, demand, reasons)
+
+
+def _unschedulable(
+    nodes: Sequence[NodeInfo], demand: PodDemand, reasons: Mapping[str, tuple[str, ...]]
+) -> Unschedulable:
+    message = failed_scheduling_message(len(nodes), reasons)
+    return Unschedulable(message, reasons, scheduling_record(nodes, demand, reasons))
+
+
+def scheduling_record(
+    nodes: Sequence[NodeInfo], demand: PodDemand, reasons: Mapping[str, tuple[str, ...]]
+) -> SchedulingRecord:
+    """The inputs of a FailedScheduling: the reasons counted, and the nodes with the most
+    free CPU (the closest to fitting), each with what it had free and why it did not fit."""
+    closest = heapq.nlargest(
+        SchedulingRecord.MAX_NODES, nodes, key=lambda n: (n.free_cpu, n.free_memory)
+    )
+    return SchedulingRecord(
+        nodes=len(nodes),
+        requested={"cpu": f"{demand.cpu}m", "memory": str(demand.memory)},
+        reasons=dict(Counter(r for why in reasons.values() for r in why)),
+        closest=[
+            NodeFit(
+                node=n.name,
+                free={"cpu": f"{n.free_cpu}m", "memory": str(n.free_memory)},
+                reasons=list(reasons.get(n.name, ())),
+            )
+            for n in closest
+        ],
+    )
 
 
 # NodeAffinity's weight in kube-scheduler's default profile (NodeResourcesFit's is 1).
@@ -202,7 +235,7 @@ def _schedule_constrained(
         else:
             feasible.append(node)
     if not feasible:
-        return Unschedulable(failed_scheduling_message(len(nodes), reasons), reasons)
+        return _unschedulable(nodes, demand, reasons)
     preferred = [preference_score(placement, node.facts) for node in feasible]
     top = max(preferred)
     best, best_score = feasible[0], -1

@@ -279,7 +279,13 @@ class Scheduler:
         await self._send(
             sends,
             cause,
-            ev.PodUnschedulable(namespace=namespace, name=name, uid=uid, message=outcome.message),
+            ev.PodUnschedulable(
+                namespace=namespace,
+                name=name,
+                uid=uid,
+                message=outcome.message,
+                record=outcome.record,
+            ),
             ev.KubeEventRecorded(
                 event=scheduling_event(
                     pod,

@@ -39,6 +39,7 @@ class Resize(BaseModel):
 class PodStory(BaseModel):
     pod: str
     node: str | None = None
+    scheduling: list[Step] = Field(default_factory=list)
     resizes: list[Resize] = Field(default_factory=list)
     now: str = ""
 
@@ -89,6 +90,30 @@ def describe_decision(record: ev.DecisionRecord) -> str:
     if record.policy:
         parts.append(f"refused by the node's {record.policy}")
     return "; ".join(parts)
+
+
+def describe_scheduling(record: ev.SchedulingRecord) -> str:
+    """ "asks cpu 1000m, memory 1Gi of 7 nodes; closest: n6 (free cpu 700m: Insufficient cpu)…"."""
+    closest = ", ".join(
+        f"{n.node} (free cpu {n.free.get('cpu', '?')}, memory {n.free.get('memory', '?')}: "
+        f"{'; '.join(n.reasons) or 'fits'})"
+        for n in record.closest
+    )
+    asks = ", ".join(f"{k} {v}" for k, v in sorted(record.requested.items()))
+    return f"asks {asks} of {record.nodes} nodes; closest: {closest or 'none'}"
+
+
+def _scheduling_step(record: Record) -> Step | None:
+    env, payload = record.envelope, record.envelope.payload
+    at = {"time": env.time, "offset": record.position.offset, "event": env.type}
+    if isinstance(payload, ev.PodUnschedulable):
+        text = f"Unschedulable: {payload.message}"
+        if payload.record is not None:
+            text += f" [inputs: {describe_scheduling(payload.record)}]"
+        return Step(**at, text=text)
+    if isinstance(payload, ev.PodBound):
+        return Step(**at, text=f"bound to node {payload.node_name}")
+    return None
 
 
 def _status_step(record: Record, payload: ev.ResizeStatusChanged) -> Step:
@@ -213,6 +238,10 @@ def pod_story(
         payload = record.envelope.payload
         if isinstance(payload, ev.PodBound):
             story.node = payload.node_name
+        placed = _scheduling_step(record)
+        if placed is not None:
+            story.scheduling.append(placed)
+            continue
         if isinstance(payload, ev.ResizeProposed | ev.ResizeRefused):
             if current is not None:
                 _close(current, others or {})
@@ -259,6 +288,10 @@ def _close(resize: Resize, others: Mapping[str, Sequence[Record]]) -> None:
 def render(story: PodStory) -> Iterable[str]:
     """The narrative, line by line, for a terminal or a pipe."""
     yield f"pod {story.pod}" + (f" on node {story.node}" if story.node else "")
+    if story.scheduling:
+        yield "scheduling:"
+        for step in story.scheduling:
+            yield f"  {step.time.isoformat()}  {step.text}"
     if not story.resizes:
         yield "  no resize on record"
     for r in story.resizes:

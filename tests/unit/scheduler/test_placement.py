@@ -683,6 +683,21 @@ def test_unschedulable_message_from_schedule() -> None:
     )
 
 
+def test_unschedulable_carries_its_inputs() -> None:
+    """The record the PodUnschedulable event carries (issue 19): the reasons counted, and the
+    nodes closest to fitting (most free CPU first), with what was free and why they failed."""
+    nodes = [mknode(f"n{i}", cpu="2") for i in range(7)]
+    holders = tuple(simple(f"h{i}", f"{1900 - i * 100}m", node=f"n{i}") for i in range(7))
+    outcome = schedule(cache_with(*nodes, pods=holders), simple("p", "1", "1Gi"))
+    assert isinstance(outcome, Unschedulable) and outcome.record is not None
+    record = outcome.record
+    assert (record.nodes, record.requested) == (7, {"cpu": "1000m", "memory": str(GI)})
+    assert record.reasons == {"Insufficient cpu": 7}
+    assert [n.node for n in record.closest] == ["n6", "n5", "n4", "n3", "n2"]
+    assert record.closest[0].free["cpu"] == "700m"
+    assert record.closest[0].reasons == ["Insufficient cpu"]
+
+
 def test_ghost_nodes_are_not_counted() -> None:
     # A pod bound to a node whose NodeRegistered has not arrived yet: its node is not offered.
     cache = cache_with(mknode("a", cpu="1"), pods=(simple("early", "1", node="ghost"),))
