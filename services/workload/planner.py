@@ -261,7 +261,17 @@ class _Reconcile:
             self._emit("Normal", "RolloutStarted", f"updating to revision {self.target_rev}")
         names = ", ".join(p.metadata.name or "" for p in batch)
         verb = "rolling back" if self.rollback else "updating"
-        self._emit("Normal", "BatchStarted", f"{verb} {names} to revision {self.target_rev}")
+        # The inputs of the batch decision ride in its Event (issue 19): how big a batch may
+        # be, how many pods are there already, how many the partition wants there.
+        limit = pacing.max_concurrent(self.strategy, self.cs.spec.replicas)
+        inputs = (
+            f"batch of {len(batch)}: maxConcurrent {limit}, {len(at_target)}/{len(self.pods)} "
+            f"pods at the revision, {wanted} wanted there (partition "
+            f"{self.strategy.partition or 0}), {len(behind)} behind"
+        )
+        self._emit(
+            "Normal", "BatchStarted", f"{verb} {names} to revision {self.target_rev} ({inputs})"
+        )
         for pod in batch:
             name = pod.metadata.name or ""
             if self._spec_for(pod, self.target_rev) is None:

@@ -15,6 +15,7 @@ from services.workload.pacing import max_concurrent
 from services.workload.planner import (
     CreatePod,
     DeletePod,
+    Emit,
     Inputs,
     Relabel,
     Resize,
@@ -130,6 +131,19 @@ def test_first_batch(name: str, strategy: dict[str, Any], expected: list[Any]) -
     old = make_set(**strategy)
     inputs, _ = rolled(running_pods(old), make_set("200m", **strategy), old)
     assert kinds(reconcile(inputs).actions) == expected, name
+
+
+def test_a_batch_event_carries_its_inputs() -> None:
+    strategy = {"maxConcurrentResizes": 3, "partition": 3}
+    old = make_set(**strategy)
+    inputs, _ = rolled(running_pods(old), make_set("200m", **strategy), old)
+    [batch] = [
+        a for a in reconcile(inputs).actions if isinstance(a, Emit) and a.reason == "BatchStarted"
+    ]
+    assert batch.message.endswith(
+        "(batch of 1: maxConcurrent 3, 0/4 pods at the revision, 1 wanted there (partition 3), "
+        "4 behind)"
+    )
 
 
 def test_not_ready_pods_go_first() -> None:
