@@ -68,6 +68,10 @@ class Settings(BaseSettings):
     kubelet_runtime: Literal["fake", "cgroup"] = "fake"
     kubelet_runtime_latency: float = Field(default=0.0, ge=0.0, description="fake runtime, s")
     kubelet_cpu_manager_policy: Literal["none", "static"] = "none"
+    # Deferred resizes are retried on events and on this timer too (the kubelet's 1.33+
+    # behaviour): first after `first` seconds, then every `period` while any waits.
+    kubelet_deferred_retry_first: float = Field(default=30.0, gt=0)
+    kubelet_deferred_retry_period: float = Field(default=180.0, gt=0)
     kubelet_runtime_timeout: float = Field(
         default=30.0, gt=0, description="a runtime call taking longer is an error, retried"
     )

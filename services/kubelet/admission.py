@@ -4,7 +4,7 @@
 computing the sum of resources allocated for all Pods in the Node, except the Pod being resized.
 For the Pod being resized, it adds the new desired resources" (Kubelet and API Server
 Interaction). Fits now → accept; larger than allocatable outright → Infeasible; fits in theory
-but not now → Deferred, re-evaluated when resources free up (`retry_deferred`).
+but not now → Deferred, re-evaluated when resources free up, in `retry_order`.
 
 Requests are the effective pod requests of schemas.resources (init containers, sidecars and
 `spec.overhead` included, as PodRequests computes them). All containers of a pod are admitted
@@ -48,16 +48,15 @@ __all__ = [
     "Infeasible",
     "MemoryManagerPolicy",
     "NodeAllocation",
-    "PendingResize",
     "Reject",
-    "RetryResult",
     "UnknownPodError",
+    "Waiting",
     "admit_pod",
     "allocated_resources",
     "decide_resize",
     "decision_record",
     "pod_key",
-    "retry_deferred",
+    "retry_order",
     "with_resources",
 ]
 
@@ -542,51 +541,42 @@ def decision_record(
 
 
 @dataclass(frozen=True)
-class PendingResize:
-    """A resize waiting for resources: the pod (spec = its newest desired state)."""
+class Waiting:
+    """A Deferred resize waiting for a retry: the pod as desired, and when it was deferred."""
 
     pod: Pod
-    desired: Mapping[str, ResourceRequirements] = field(default_factory=dict)
+    since: float
 
     @property
     def key(self) -> str:
         return pod_key(self.pod)
 
 
-@dataclass(frozen=True)
-class RetryResult:
-    """What `retry_deferred` decided: keys accepted (in the order they were accepted), every
-    pending resize's latest decision, and the checkpoint with the accepted ones allocated."""
-
-    accepted: list[str]
-    decisions: dict[str, Decision]
-    node: NodeAllocation
+_QOS_RANK: Final = {"Guaranteed": 0, "Burstable": 1, "BestEffort": 2}
 
 
-def retry_deferred(node: NodeAllocation, pending: Sequence[PendingResize]) -> RetryResult:
-    """Re-evaluate pending resizes in arrival order when resources free up.
+def _increases(node: NodeAllocation, pod: Pod) -> bool:
+    """Does the desired pod ask more of any resource than its allocation holds?"""
+    held = node.requests_of(pod_key(pod))
+    return any(held.get(name, ZERO) < amount for name, amount in pod_requests(pod).items())
 
-    Each accepted resize is allocated before the next is decided, so two resizes can never both
-    take the same free room. Passes repeat until one accepts nothing, because an accepted
-    shrink later in the queue can make room for an earlier grow. A pod no longer on the node is
-    dropped (RetryPendingResizes: "Pod not found; removing from pending resizes").
-    """
-    accepted: list[str] = []
-    decisions: dict[str, Decision] = {}
-    waiting = [p for p in pending if node.allocated(p.key) is not None]
-    progress = True
-    while waiting and progress:
-        progress = False
-        still: list[PendingResize] = []
-        for item in waiting:
-            decision = decide_resize(node, item.pod, item.desired)
-            decisions[item.key] = decision
-            if isinstance(decision, Accept):
-                if decision.changed:
-                    node = node.with_pod(decision.pod)
-                accepted.append(item.key)
-                progress = True
-            elif isinstance(decision, Deferred):
-                still.append(item)
-        waiting = still
-    return RetryResult(accepted=accepted, decisions=decisions, node=node)
+
+def retry_order(node: NodeAllocation, waiting: Sequence[Waiting]) -> list[str]:
+    """The order the kubelet retries Deferred resizes in (sortPendingResizes): resizes that
+    increase no request first (they always fit and may make room), then higher priority
+    (`spec.priority`), then higher QoS class, then the one waiting longest. Pods no longer on
+    the node are dropped. Each is then decided in turn, every acceptance allocated before the
+    next decision, so two can never take the same room."""
+    present = [w for w in waiting if node.allocated(w.key) is not None]
+    return [
+        w.key
+        for w in sorted(
+            present,
+            key=lambda w: (
+                _increases(node, w.pod),
+                -(w.pod.spec.priority or 0),
+                _QOS_RANK.get(qos_class(w.pod), 3),
+                w.since,
+            ),
+        )
+    ]

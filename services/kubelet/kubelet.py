@@ -153,6 +153,10 @@ class Kubelet:
             causes=self.causes,
             step_timeout=self.settings.kubelet_runtime_timeout,
             capacity=dict(node.status.capacity or {}) if node.status else None,
+            deferred_retry=(
+                self.settings.kubelet_deferred_retry_first,
+                self.settings.kubelet_deferred_retry_period,
+            ),
         )
         self.agents[name] = agent
         return agent

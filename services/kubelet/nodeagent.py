@@ -39,9 +39,11 @@ from services.kubelet.admission import (
     Infeasible,
     NodeAllocation,
     Reject,
+    Waiting,
     admit_pod,
     decide_resize,
     pod_key,
+    retry_order,
     with_resources,
 )
 from services.kubelet.cgroupconv import container_resources, pod_resources, requirements_from_linux
@@ -134,8 +136,13 @@ class NodeAgent:
         causes: dict[str, Envelope],
         step_timeout: float = STEP_TIMEOUT,
         capacity: dict[str, Any] | None = None,
+        deferred_retry: tuple[float, float] = (30.0, 180.0),
     ) -> None:
         self.name = name
+        # Deferred resizes are also retried on a timer (first, then every), as the kubelet
+        # does: some room frees up without an event we react to.
+        self.deferred_retry = deferred_retry
+        self._retry_timer: asyncio.TimerHandle | None = None
         self.step_timeout = step_timeout
         self.checkpoint = checkpoint
         self.runtime = runtime
@@ -168,9 +175,34 @@ class NodeAgent:
         )
 
     def _retry_deferred(self) -> None:
-        """Resources freed: look at every Deferred resize again, oldest first."""
-        for key in sorted(self.deferred, key=self.deferred.__getitem__):
+        """Resources may have freed: look at every Deferred resize again, in the kubelet's
+        order (admission.retry_order); each is decided in turn by `reconcile`."""
+        waiting = [
+            Waiting(pod, since)
+            for key, since in self.deferred.items()
+            if (pod := self._live(key)) is not None
+        ]
+        for key in retry_order(self.checkpoint, waiting):
             self.enqueue(key)
+
+    def _deferred(self, key: str) -> None:
+        """`key`'s resize is Deferred: remember since when, and keep the retry timer going."""
+        if key not in self.deferred:
+            self._seq += 1
+            self.deferred[key] = self._seq
+        if self._retry_timer is None:
+            first, _ = self.deferred_retry
+            loop = asyncio.get_running_loop()
+            self._retry_timer = loop.call_later(first, self._periodic_retry)
+
+    def _periodic_retry(self) -> None:
+        self._retry_timer = None
+        if not self.deferred:
+            return  # nothing waits: the next deferral starts the timer again
+        log.info("%s: periodic retry of %d deferred resizes", self.name, len(self.deferred))
+        self._retry_deferred()
+        _, every = self.deferred_retry
+        self._retry_timer = asyncio.get_running_loop().call_later(every, self._periodic_retry)
 
     async def run(self) -> None:
         while True:
@@ -497,9 +529,7 @@ class NodeAgent:
         if not same_resources(desired, resources_of(allocated_pod)):
             decision = decide_resize(self.checkpoint, pod)
             if isinstance(decision, Deferred):
-                if key not in self.deferred:
-                    self._seq += 1
-                    self.deferred[key] = self._seq
+                self._deferred(key)
                 if pod.status.resize != "Deferred":
                     RESIZE_REQUESTS.labels("deferred").inc()
                     await self._write(

@@ -12,7 +12,7 @@ node compute capacity reconfiguration"):
    (against the node's *initial* memory capacity), applied through UpdateContainerResources
    (`ContainerUpdate.apply` gives the CRI values).
 3. Publish the new capacity/allocatable (done by the hotplug role) and re-evaluate Deferred
-   resizes (admission.retry_deferred over `NodeAllocation.with_allocatable`).
+   resizes (in admission.retry_order, over `NodeAllocation.with_allocatable`).
 
 Swap capacity travels in the node's capacity list under `SWAP_RESOURCE` ("swap", bytes): it is
 the only channel NodeCapacityChanged has (Kubernetes keeps it in nodeInfo.swap.capacity). A

@@ -42,3 +42,16 @@ async def running_kubelet(
             runtime.release()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+def node0_pod(name: str, cpu: str) -> dict[str, Any]:
+    """A Guaranteed one-container pod bound to `running_kubelet`'s node (no scheduler)."""
+    rl = {"cpu": cpu, "memory": "128Mi"}
+    container = {"name": "c", "image": "app", "resources": {"requests": rl, "limits": rl}}
+    return {"metadata": {"name": name}, "spec": {"nodeName": "node-0", "containers": [container]}}
+
+
+def cpu_resize(cpu: str) -> dict[str, Any]:
+    """The resize patch of `node0_pod`'s container to `cpu` (requests = limits)."""
+    rl = {"cpu": cpu, "memory": "128Mi"}
+    return {"spec": {"containers": [{"name": "c", "resources": {"requests": rl, "limits": rl}}]}}

@@ -5,24 +5,12 @@ and from the node's side."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from kubernetes import client
 
 from inplace.core.settings import Settings
 from tests.integration.conftest import RoleProcess, call, inplace, until
-from tests.integration.kubelet.conftest import running_kubelet
-
-
-def _pod(name: str, cpu: str) -> dict[str, Any]:
-    rl = {"cpu": cpu, "memory": "128Mi"}
-    container = {"name": "c", "image": "app", "resources": {"requests": rl, "limits": rl}}
-    return {"metadata": {"name": name}, "spec": {"nodeName": "node-0", "containers": [container]}}
-
-
-def _resize(cpu: str) -> dict[str, Any]:
-    rl = {"cpu": cpu, "memory": "128Mi"}
-    return {"spec": {"containers": [{"name": "c", "resources": {"requests": rl, "limits": rl}}]}}
+from tests.integration.kubelet.conftest import cpu_resize, node0_pod, running_kubelet
 
 
 async def test_explain_names_the_blocker_the_deletion_and_the_allocatable(
@@ -31,16 +19,16 @@ async def test_explain_names_the_blocker_the_deletion_and_the_allocatable(
     v1 = client.CoreV1Api(client.ApiClient(client.Configuration(host=apiserver.url)))
     web = lambda: v1.read_namespaced_pod("web", "default")  # noqa: E731
     async with running_kubelet(settings):  # one node, 4 CPU
-        await call(v1.create_namespaced_pod, "default", _pod("hog", "2500m"))
-        await call(v1.create_namespaced_pod, "default", _pod("web", "1"))
+        await call(v1.create_namespaced_pod, "default", node0_pod("hog", "2500m"))
+        await call(v1.create_namespaced_pod, "default", node0_pod("web", "1"))
         await until(web, lambda p: p.status.phase == "Running", "web running")
-        await call(v1.patch_namespaced_pod_resize, "web", "default", _resize("2"))
+        await call(v1.patch_namespaced_pod_resize, "web", "default", cpu_resize("2"))
         deferred = await until(web, lambda p: p.status.resize == "Deferred", "deferred")
         condition = next(c for c in deferred.status.conditions if c.type == "PodResizePending")
         assert condition.message.endswith("most held by default/hog (cpu 2500m)")
         await call(v1.delete_namespaced_pod, "hog", "default")
         await until(web, lambda p: p.status.resize is None, "resized after the deletion")
-        await call(v1.patch_namespaced_pod_resize, "web", "default", _resize("6"))
+        await call(v1.patch_namespaced_pod_resize, "web", "default", cpu_resize("6"))
         await until(web, lambda p: p.status.resize == "Infeasible", "infeasible")
 
     text = inplace(settings, "explain", "default/web")

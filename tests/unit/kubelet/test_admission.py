@@ -24,14 +24,14 @@ from services.kubelet.admission import (
     Infeasible,
     MemoryManagerPolicy,
     NodeAllocation,
-    PendingResize,
     Reject,
     UnknownPodError,
+    Waiting,
     admit_pod,
     allocated_resources,
     decide_resize,
     pod_key,
-    retry_deferred,
+    retry_order,
     with_resources,
 )
 
@@ -443,42 +443,53 @@ def test_kep_flow_t3_to_t12_decisions() -> None:
 # --- deferred resizes --------------------------------------------------------------------------
 
 
-def grow(pod: Pod, cpu: str) -> PendingResize:
-    return PendingResize(pod, resize_of(pod, app={"requests": {"cpu": cpu, "memory": "128Mi"}}))
+def want(pod: Pod, cpu: str, *, priority: int | None = None, guaranteed: bool = False) -> Pod:
+    """`pod` as desired: `cpu` requested (and limited too when `guaranteed`)."""
+    amounts = {"cpu": cpu, "memory": "128Mi"}
+    resources = {"requests": amounts, **({"limits": amounts} if guaranteed else {})}
+    desired = with_resources(pod, resize_of(pod, app=resources))
+    desired.spec.priority = priority
+    return desired
 
 
-def test_retry_in_arrival_order_first_come_first_served() -> None:
-    p1, p2, big = burstable("p1", "1"), burstable("p2", "1"), burstable("big", "2")
-    checkpoint = node("4", "8Gi", "110", p1, p2, big)
-    pending = [grow(p1, "2"), grow(p2, "1500m")]
-    assert all(isinstance(decide_resize(checkpoint, x.pod, x.desired), Deferred) for x in pending)
-    # `big` leaves: 2 CPUs free. p1 (+1) arrived first and gets it; p2 (+0.5) still fits.
-    result = retry_deferred(checkpoint.without_pod(pod_key(big)), pending)
-    assert result.accepted == ["ns/p1", "ns/p2"]
-    # Only 1 CPU free: p1 came first and takes it; p2 would have fit alone but stays Deferred.
-    result = retry_deferred(checkpoint.with_pod(burstable("big", "1")), pending)
-    assert result.accepted == ["ns/p1"]
-    assert isinstance(result.decisions["ns/p2"], Deferred)
-    assert result.node.used()["cpu"] == Quantity("4")
+def test_retry_order_is_the_kubelets() -> None:
+    """Non-increasing resizes first, then higher priority, then QoS, then waiting longest."""
+    names = ["grow-old", "grow-new", "shrink", "vip", "guaranteed", "gone"]
+    pods = {n: burstable(n, "1") for n in names}
+    pods["guaranteed"] = mkpod("guaranteed", ctr("app", g("1", "128Mi")))
+    checkpoint = node("16", "8Gi", "110", *(p for n, p in pods.items() if n != "gone"))
+    waiting = [
+        Waiting(want(pods["grow-old"], "2"), since=1),
+        Waiting(want(pods["grow-new"], "2"), since=2),
+        Waiting(want(pods["shrink"], "500m"), since=9),
+        Waiting(want(pods["vip"], "2", priority=1000), since=8),
+        Waiting(want(pods["guaranteed"], "2", guaranteed=True), since=7),
+        Waiting(want(pods["gone"], "2"), since=0),  # no longer on the node: dropped
+    ]
+    assert retry_order(checkpoint, waiting) == [
+        "ns/shrink",
+        "ns/vip",
+        "ns/guaranteed",
+        "ns/grow-old",
+        "ns/grow-new",
+    ]
 
 
-def test_retry_a_later_shrink_makes_room_for_an_earlier_grow() -> None:
-    p1, p2 = burstable("p1", "1"), burstable("p2", "3")
-    checkpoint = node("4", "8Gi", "110", p1, p2)
-    result = retry_deferred(checkpoint, [grow(p1, "2"), grow(p2, "2")])
-    assert result.accepted == ["ns/p2", "ns/p1"]
-    assert result.node.used()["cpu"] == Quantity("4")
-
-
-def test_retry_drops_pods_no_longer_on_the_node_and_reports_infeasible() -> None:
-    p1, gone = burstable("p1", "1"), burstable("gone", "1")
-    checkpoint = node("4", "8Gi", "110", p1).with_allocatable(
-        {"cpu": Quantity("1500m"), "memory": Quantity("8Gi")}
-    )
-    result = retry_deferred(checkpoint, [grow(gone, "2"), grow(p1, "2")])
-    assert result.accepted == []
-    assert list(result.decisions) == ["ns/p1"]
-    assert isinstance(result.decisions["ns/p1"], Infeasible)
+def test_retry_order_then_decisions_in_turn_never_double_book() -> None:
+    """What the node agent does with the order: decide each in turn, allocating every
+    acceptance before the next decision."""
+    p1, p2 = burstable("p1", "1"), burstable("p2", "1")
+    checkpoint = node("4", "8Gi", "110", p1, p2).with_pod(burstable("big", "1"))
+    waiting = [Waiting(want(p1, "2"), since=1), Waiting(want(p2, "1500m"), since=2)]
+    accepted = []
+    for key in retry_order(checkpoint, waiting):
+        item = next(w for w in waiting if w.key == key)
+        decision = decide_resize(checkpoint, item.pod)
+        if isinstance(decision, Accept):
+            checkpoint = checkpoint.with_pod(decision.pod)
+            accepted.append(key)
+    assert accepted == ["ns/p1"]  # first come took the one free CPU; p2 stays Deferred
+    assert checkpoint.used()["cpu"] == Quantity("4")
 
 
 def test_node_allocation_is_immutable() -> None:

@@ -1,0 +1,46 @@
+"""Deferred resizes are retried on a timer as well as on events (the kubelet since 1.33),
+without writing the same Deferred status again; the deletion that frees room completes it."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from kubernetes import client
+
+from inplace.core.projection.replay import pod_history
+from inplace.core.settings import Settings
+from tests.integration.conftest import RoleProcess, call, until
+from tests.integration.kubelet.conftest import cpu_resize, node0_pod, running_kubelet
+
+
+async def test_a_deferred_resize_is_retried_periodically_then_completes(
+    apiserver: RoleProcess, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="services.kubelet.nodeagent")
+    v1 = client.CoreV1Api(client.ApiClient(client.Configuration(host=apiserver.url)))
+    web = lambda: v1.read_namespaced_pod("web", "default")  # noqa: E731
+    timer = {"kubelet_deferred_retry_first": 0.2, "kubelet_deferred_retry_period": 0.2}
+    async with running_kubelet(settings, **timer):
+        await call(v1.create_namespaced_pod, "default", node0_pod("hog", "2500m"))
+        await call(v1.create_namespaced_pod, "default", node0_pod("web", "1"))
+        await until(web, lambda p: p.status.phase == "Running", "web running")
+        await call(v1.patch_namespaced_pod_resize, "web", "default", cpu_resize("2"))
+        await until(web, lambda p: p.status.resize == "Deferred", "deferred")
+        await until(
+            lambda: sum(
+                "periodic retry of 1 deferred resizes" in r.message for r in caplog.records
+            ),
+            lambda n: n >= 3,
+            "three periodic retries",
+        )
+        assert (await call(web)).status.resize == "Deferred"  # still no room
+        await call(v1.delete_namespaced_pod, "hog", "default")
+        await until(web, lambda p: p.status.resize is None, "resized")
+    history = await pod_history(settings.kafka_bootstrap, "default", "web", settings.topic_prefix)
+    statuses = [
+        e.record.envelope.payload.resize  # type: ignore[attr-defined]
+        for e in history
+        if e.record.envelope.type == "ResizeStatusChanged"
+    ]
+    assert statuses == ["Deferred", "InProgress", None], "retries wrote nothing new"
