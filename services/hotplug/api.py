@@ -3,7 +3,8 @@
 Body: any of `{"cpu": "16", "memory": "64Gi", "swap": "8Gi", "hugepages-2Mi": "1Gi"}`.
 200 with the old and new capacity/allocatable (`changed` false for a no-op); failures are
 Kubernetes `Status` bodies: 400 BadRequest (not a resize), 404 NotFound (unknown node), 422
-Invalid (zero, negative, below what the node reserves), 503 while the read model catches up.
+Invalid (zero, negative, below what the node reserves), 409 Conflict when the
+InPlaceNodeResourceResize feature gate is off, 503 while the read model catches up.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from starlette.routing import Route
 
 from schemas.k8s import ResourceList, Status, StatusCause, StatusDetails
 from services.hotplug.capacity import InvalidResize, MalformedResize, parse_request
-from services.hotplug.resizer import NodeNotFoundError, Resizer
+from services.hotplug.resizer import FeatureGateDisabled, NodeNotFoundError, Resizer
 
 __all__ = ["ResizeApi"]
 
@@ -77,6 +78,8 @@ class ResizeApi:
             change, node = await self.resizer.resize(name, requested, source="api")
         except NodeNotFoundError as exc:
             return _status(404, "NotFound", str(exc), name=name)
+        except FeatureGateDisabled as exc:
+            return _status(409, "Conflict", str(exc), name=name)
         except InvalidResize as exc:
             return self._invalid(name, exc)
         except TimeoutError:

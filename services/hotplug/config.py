@@ -16,6 +16,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class HotplugConfig(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="INPLACE_HOTPLUG_", extra="ignore")
 
+    # The InPlaceNodeResourceResize feature gate (KEP-3953). Off: capacity changes are not
+    # applied; each one is said in the log and as a Warning Event on the node.
+    node_resource_resize: bool = Field(
+        default=True, description="InPlaceNodeResourceResize: apply capacity changes live"
+    )
     machine_mode: bool = Field(default=False, description="poll this machine's capacity")
     machine_node: str = Field(default="", description="the node the machine's capacity is")
     poll_interval: float = Field(default=5.0, gt=0, description="seconds between polls")

@@ -18,7 +18,7 @@ from schemas.quantity import ZERO
 from services.hotplug.capacity import InvalidResize
 from services.hotplug.config import HotplugConfig
 from services.hotplug.machine import Debouncer, machine_capacity
-from services.hotplug.resizer import NodeNotFoundError, Resizer
+from services.hotplug.resizer import FeatureGateDisabled, NodeNotFoundError, Resizer
 
 __all__ = ["MachinePoller"]
 
@@ -75,6 +75,8 @@ class MachinePoller:
             self._say(f"machine capacity of {self.node} not applied: {exc}")
         except NodeNotFoundError:
             self._say(f"machine mode: node {self.node} is gone")
+        except FeatureGateDisabled:
+            pass  # the resizer said it, once per distinct change
 
     def _say(self, message: str) -> None:
         if message != self._said:

@@ -47,16 +47,23 @@ class NodeNotFoundError(LookupError):
         self.name = name
 
 
-def node_event(node: Node, message: str, *, now: datetime) -> Event:
-    """A Normal NodeResized Event on `node`. Named after its message, so the same resize seen
-    twice aggregates into one Event with count 2 (like Kubernetes' event correlator) while
-    different resizes stay separate Events."""
+def node_event(
+    node: Node,
+    message: str,
+    *,
+    now: datetime,
+    reason: str = RESIZED_REASON,
+    type_: str = "Normal",
+) -> Event:
+    """A Normal NodeResized Event (or the given reason and type) on `node`. Named after its
+    message, so the same resize seen twice aggregates into one Event with count 2 (like
+    Kubernetes' event correlator) while different resizes stay separate Events."""
     name = node.metadata.name or ""
     digest = hashlib.sha256(message.encode()).hexdigest()[:10]
     return Event.model_validate(
         {
             "metadata": {
-                "name": f"{name}.{RESIZED_REASON.lower()}.{digest}",
+                "name": f"{name}.{reason.lower()}.{digest}",
                 "namespace": _EVENT_NAMESPACE,
             },
             "involvedObject": {
@@ -65,9 +72,9 @@ def node_event(node: Node, message: str, *, now: datetime) -> Event:
                 "uid": node.metadata.uid or name,
                 "apiVersion": "v1",
             },
-            "reason": RESIZED_REASON,
+            "reason": reason,
             "message": message,
-            "type": "Normal",
+            "type": type_,
             "source": {"component": ROLE, "host": name},
             "reportingComponent": ROLE,
             "reportingInstance": name,
@@ -77,11 +84,36 @@ def node_event(node: Node, message: str, *, now: datetime) -> Event:
     )
 
 
+class FeatureGateDisabled(Exception):
+    """InPlaceNodeResourceResize is off: the change was said (log, Event), not applied."""
+
+
+GATE = "InPlaceNodeResourceResize"
+
+
 class Resizer:
-    def __init__(self, model: ReadModel, writer: LogWriter) -> None:
+    def __init__(self, model: ReadModel, writer: LogWriter, *, enabled: bool = True) -> None:
         self.model = model
         self.writer = writer
+        self.enabled = enabled
+        self._ignored_last: dict[str, str] = {}  # node → the change last said ignored
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    async def _ignored(self, node: Node, change: CapacityChange, source: str) -> None:
+        message = (
+            f"Node {node.metadata.name} capacity change ignored ({source}): the {GATE} "
+            f"feature gate is off ({change.describe()})"
+        )
+        RESIZES.labels(source, "gated").inc()
+        name = node.metadata.name or ""
+        if self._ignored_last.get(name) != message:  # said once per distinct change
+            self._ignored_last[name] = message
+            log.warning("%s", message)
+            event = node_event(
+                node, message, now=datetime.now(UTC), reason="NodeResizeIgnored", type_="Warning"
+            )
+            await self.writer.write(ev.KubeEventRecorded(event=event))
+        raise FeatureGateDisabled(message)
 
     def node(self, name: str) -> Node | None:
         node = self.model.get("nodes", name)
@@ -111,6 +143,8 @@ class Resizer:
             if not change.changed:
                 RESIZES.labels(source, "unchanged").inc()
                 return change, node
+            if not self.enabled:
+                await self._ignored(node, change, source)
             correlation = str(uuid.uuid4())
             await self.writer.write(
                 ev.NodeCapacityChanged(

@@ -37,7 +37,7 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         settings.kafka_bootstrap, client_id=ROLE, topic_prefix=settings.topic_prefix
     )
     await producer.start()
-    resizer = Resizer(model, LogWriter(producer, model, ROLE))
+    resizer = Resizer(model, LogWriter(producer, model, ROLE), enabled=config.node_resource_resize)
     api = ResizeApi(resizer, model.ready.is_set)
     loops: dict[str, Loop] = {"read-model": model.run}
     if config.machine_mode:

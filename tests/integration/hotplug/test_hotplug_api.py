@@ -120,6 +120,31 @@ async def test_resize_publishes_capacity_change_and_node_event(
     assert 'inplace_hotplug_resizes_total{outcome="unchanged",source="api"} 1.0' in metrics
 
 
+async def test_with_the_feature_gate_off_a_resize_is_refused_and_said_once(
+    settings: Settings, producer: EventProducer, tmp_path: Path
+) -> None:
+    gated = RoleProcess(
+        "hotplug", settings, tmp_path / "gated.log", INPLACE_HOTPLUG_NODE_RESOURCE_RESIZE="false"
+    )
+    gated.start()
+    try:
+        await gated.ready()
+        await register(producer, node("node-g", {"cpu": "8"}, {"cpu": "8"}))
+        for _ in range(2):
+            refused = await post_when_known(gated.url, "node-g", {"cpu": "16"})
+            assert refused.status_code == 409
+            assert refused.json()["message"] == (
+                "Node node-g capacity change ignored (api): the InPlaceNodeResourceResize "
+                "feature gate is off (capacity cpu 8->16; allocatable cpu 8->16)"
+            )
+        assert await payloads_of(settings, ev.NodeCapacityChanged, ev.NODES) == []
+        [said] = await payloads_of(settings, ev.KubeEventRecorded, ev.K8S_EVENTS)
+        assert (said.event.type, said.event.reason) == ("Warning", "NodeResizeIgnored")
+        assert "feature gate is off" in gated.log.read_text()
+    finally:
+        gated.stop()
+
+
 async def test_unknown_node_and_bad_input_are_status_errors(
     settings: Settings, producer: EventProducer, hotplug: RoleProcess
 ) -> None:
