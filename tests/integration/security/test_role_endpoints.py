@@ -5,8 +5,6 @@ the webhook with its client certificate."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,7 @@ import pytest
 from inplace.core.security.credentials import Credentials
 from inplace.core.settings import Settings
 from tests import factories
-from tests.integration.conftest import REPO, settings_env
+from tests.integration.conftest import inplace
 from tests.integration.security.conftest import as_user, start_secure, start_secure_apiserver
 
 pytestmark = pytest.mark.integration
@@ -64,26 +62,18 @@ async def test_quota_webhook_and_hotplug_api_take_only_their_callers(
             assert "exceeded quota: compute" in denied.json()["message"]
 
         # `inplace node resize` with the admin's kubeconfig reaches the hotplug API.
-        env = {**settings_env(settings), "KUBECONFIG": str(credentials.admin_kubeconfig)}
+        admin_config = str(credentials.admin_kubeconfig)
+        resize = ("node", "resize", "n1", "--server", hotplug.url, "--cpu")
         for _ in range(100):  # hotplug learns of n1 from the log
             done = await asyncio.to_thread(
-                subprocess.run,
-                [sys.executable, "-m", "inplace.cli.main", "node", "resize", "n1", "--cpu", "16",
-                 "--server", hotplug.url],
-                capture_output=True, text=True, env=env, cwd=REPO, timeout=60,
-            )  # fmt: skip
-            if "NotFound" not in done.stderr and "not found" not in done.stderr:
+                inplace, settings, *resize, "16", KUBECONFIG=admin_config
+            )
+            if "not found" not in done.stderr.lower():
                 break
             await asyncio.sleep(0.1)
         assert done.returncode == 0, done.stderr
         assert "node/n1 resized" in done.stdout
-        anonymous_env = {k: v for k, v in env.items() if k != "KUBECONFIG"}
-        refused_cli = await asyncio.to_thread(
-            subprocess.run,
-            [sys.executable, "-m", "inplace.cli.main", "node", "resize", "n1", "--cpu", "8",
-             "--server", hotplug.url],
-            capture_output=True, text=True, env=anonymous_env, cwd=REPO, timeout=60,
-        )  # fmt: skip
+        refused_cli = await asyncio.to_thread(inplace, settings, *resize, "8", KUBECONFIG="")
         assert refused_cli.returncode == 1
         assert len(refused_cli.stderr.strip().splitlines()) == 1
     finally:
