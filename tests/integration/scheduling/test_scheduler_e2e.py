@@ -267,12 +267,21 @@ async def scheduled_so_far(scheduler: RoleProcess) -> int:
     return 0
 
 
-async def kill_after(scheduler: RoleProcess, decisions: int, within: float = 60.0) -> None:
+async def kill_after(
+    scheduler: RoleProcess, decisions: int, unbound: Callable[[], int], within: float = 60.0
+) -> None:
     """SIGKILL the scheduler once it has decided `decisions` bindings: some are in the log,
-    some in flight, the rest not decided yet."""
-    deadline = asyncio.get_running_loop().time() + within
+    some in flight, the rest not decided yet. `unbound()` counts the pods not bound yet: the
+    count the caller derived `decisions` from may trail bindings the last run had in flight,
+    so fewer may be left to decide than asked."""
+    loop = asyncio.get_running_loop()
+    deadline, look = loop.time() + within, loop.time() + 0.5
     while (done := await scheduled_so_far(scheduler)) < decisions:
         assert scheduler.alive(), scheduler.log.read_text()[-2000:]
+        if loop.time() > look:  # listing pods is slow: now and then
+            look = loop.time() + 0.5
+            if await call(unbound) == 0:
+                break
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(
                 f"{done}/{decisions} decisions: {scheduler.log.read_text()[-2000:]}"
@@ -310,7 +319,7 @@ async def test_sigkill_mid_binding_binds_every_pod_exactly_once(
         left = total - await call(bound_count)
         scheduler.start()
         if left >= 6:
-            await kill_after(scheduler, left // 3)
+            await kill_after(scheduler, left // 3, lambda: total - bound_count())
         else:
             scheduler.kill9()
     scheduler.start()
