@@ -117,7 +117,7 @@ class Scheduler:
         self.cache = SchedulerCache()
         # Pods to try, first come first served, each with the envelope that made it pending.
         # Only a hint: a pod is re-read from the model when its turn comes.
-        self._queue: dict[str, Envelope] = {}
+        self._queue: dict[str, Envelope | None] = {}  # None: seeded from a snapshot
         # Changes that may let parked pods in, in arrival order (duplicates collapse).
         self._changes: dict[ClusterChange, Envelope] = {}
         # The unschedulable message last published per pod, until its echo is in the model.
@@ -126,6 +126,7 @@ class Scheduler:
         self._infeasible: dict[str, bool] = {}
         self._wake = asyncio.Event()
         model.on_apply(self._observe)
+        model.on_snapshot(self._seed)
 
     # -- the read model's records -> cache and work ---------------------------------------------
 
@@ -159,10 +160,19 @@ class Scheduler:
         if isinstance(payload, ev.PodEvicted):
             # Back to Pending (KEP-3953 unplug): its old node gets the room back first.
             changes.append(self.cache.remove_pod(key))
+        changes += self._track(key, pod, envelope, reprice=not isinstance(payload, _STATUS_ONLY))
+        return [c for c in changes if c is not None]
+
+    def _track(
+        self, key: str, pod: Pod, cause: Envelope | None, *, reprice: bool
+    ) -> list[ClusterChange | None]:
+        """Count `pod` in the cache (priced again only when it may have changed) and queue it
+        when it waits for a node."""
+        changes: list[ClusterChange | None] = []
         infeasible = is_resize_infeasible(pod)
         flipped = self._infeasible.get(key) != infeasible
         self._infeasible[key] = infeasible
-        if flipped or not isinstance(payload, _STATUS_ONLY):
+        if flipped or reprice:
             changes.append(self.cache.upsert_pod(pod))
         if pod.spec.node_name is not None or _is_terminal(pod):
             self._queue.pop(key, None)
@@ -172,8 +182,18 @@ class Scheduler:
             and self.cache.placed_node(key) is None  # assumed, its PodBound on the way
             and self.cache.pending(key) is None  # parked: a change will bring it back
         ):
-            self._queue.setdefault(key, envelope)
-        return [c for c in changes if c is not None]
+            self._queue.setdefault(key, cause)
+        return changes
+
+    def _seed(self) -> None:
+        """Started from a snapshot: the cache and the queue from the objects (nodes first, so
+        every bound pod finds its node)."""
+        for node in self.model.objects("nodes").values():
+            self.cache.upsert_node(node)
+        for (namespace, name), pod in self.model.objects("pods").items():
+            self._track(pod_key(namespace, name), pod, None, reprice=True)
+        if self._queue:
+            self._wake.set()
 
     def _observe_node(self, payload: ev.NodeEvent) -> list[ClusterChange]:
         node = self.model.get("nodes", payload.name)
@@ -229,7 +249,7 @@ class Scheduler:
         self._gauges()
 
     async def _attempt(
-        self, key: str, cause: Envelope, sends: list[asyncio.Future[Position]]
+        self, key: str, cause: Envelope | None, sends: list[asyncio.Future[Position]]
     ) -> None:
         namespace, name = key.split("/", 1)
         pod: Pod | None = self.model.get("pods", (namespace, name))
@@ -299,7 +319,10 @@ class Scheduler:
         )
 
     async def _send(
-        self, sends: list[asyncio.Future[Position]], cause: Envelope, *payloads: EventPayload
+        self,
+        sends: list[asyncio.Future[Position]],
+        cause: Envelope | None,
+        *payloads: EventPayload,
     ) -> None:
         for payload in payloads:
             envelope = Envelope.wrap(payload, producer=ROLE, cause=cause)
@@ -308,7 +331,8 @@ class Scheduler:
 
 
 async def run(settings: Settings, *, host: str, port: int) -> None:
-    model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS, window=0)
+    # Its cache and queue are seeded from the snapshot's objects: start from the projection.
+    model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS, window=0, snapshot=True)
     producer = EventProducer(
         settings.kafka_bootstrap, client_id=ROLE, topic_prefix=settings.topic_prefix
     )

@@ -21,7 +21,7 @@ from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.events import PODS
 from schemas.quantity import Quantity
-from tests.integration.conftest import RoleProcess, call, until
+from tests.integration.conftest import RoleProcess, call, until, wait_caught_up
 
 NS = "default"
 
@@ -431,3 +431,28 @@ async def test_a_selector_no_node_matches_is_explained(
     assert condition(pod, "PodScheduled").message == (
         "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
     )
+
+
+async def test_restarted_from_the_projection_it_counts_every_bound_pod(
+    apiserver: RoleProcess, scheduler: RoleProcess, projector: RoleProcess, settings: Settings
+) -> None:
+    """The cache and the queue seeded from the snapshot's objects (issue 16): a pod that fits
+    only if nobody were on the node stays Unschedulable; one that fits is bound."""
+    v1 = core(apiserver)
+    await call(v1.create_node, node_body("only", cpu="2"))
+    for name in ("a", "b"):
+        await call(v1.create_namespaced_pod, NS, pod_body(name, "750m"))
+        await until(pod_probe(v1, name), bound, f"{name} bound")
+    projector.start()
+    await wait_caught_up(settings, projector)
+    scheduler.kill9()
+    await call(v1.create_namespaced_pod, NS, pod_body("too-big", "1"))  # 1.5 of 2 are taken
+    await call(v1.create_namespaced_pod, NS, pod_body("fits", "500m"))
+    scheduler.start()
+    await scheduler.ready()
+    async with httpx.AsyncClient(timeout=10) as http:
+        metrics = (await http.get(f"{scheduler.url}/metrics")).text
+    assert 'inplace_read_model_start_source{role="scheduler",source="snapshot"} 1.0' in metrics
+    await until(pod_probe(v1, "fits"), bound, "fits bound")
+    too_big = await until(pod_probe(v1, "too-big"), unschedulable, "too-big unschedulable")
+    assert "Insufficient cpu" in condition(too_big, "PodScheduled").message
