@@ -24,6 +24,7 @@ from services.kubelet.admission import NodeAllocation
 from services.kubelet.cri import RuntimeService
 from services.kubelet.nodeagent import NODE_KEY, NodeAgent
 from services.kubelet.nodes import node_names, node_object
+from services.kubelet.resizebook import ResizeBook
 from services.kubelet.runtime_cgroup import CgroupRuntime, cgroup_support
 from services.kubelet.runtime_fake import FakeRuntime
 
@@ -60,6 +61,8 @@ class Kubelet:
         self.allocations: dict[str, dict[str, ResourceRequirements]] = {}
         # The latest user-side event per pod: what the kubelet's events are caused by.
         self.causes: dict[str, Envelope] = {}
+        # One book of resize outcomes for every node this process serves (pod keys are unique).
+        self.book = ResizeBook()
         self.started = False
         # pod key → the node agent it was last routed to (the only one that may hold it).
         self._routed: dict[str, str] = {}
@@ -157,6 +160,7 @@ class Kubelet:
                 self.settings.kubelet_deferred_retry_first,
                 self.settings.kubelet_deferred_retry_period,
             ),
+            book=self.book,
         )
         self.agents[name] = agent
         return agent

@@ -1,24 +1,44 @@
-"""The kubelet's metrics (KEP-1287 Instrumentation)."""
+"""The kubelet's metrics, named as Kubernetes 1.34+ names them (KEP-1287 Instrumentation)."""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 RESIZE_REQUESTS = Counter(
     "kubelet_container_resize_requests_total",
-    "Pod resize requests the kubelet handled, by outcome",
+    "Pod resize requests the kubelet handled, by outcome; proposed = completed + infeasible + "
+    "canceled + still open (deferred counts waits, not outcomes)",
     ["state"],  # proposed | infeasible | deferred | completed | canceled
 )
-ACTUATION_SECONDS = Histogram(
-    "kubelet_pod_resize_actuation_duration_seconds",
-    "Time to apply an accepted resize through the runtime",
+REQUESTED_RESIZES = Counter(
+    "kubelet_container_requested_resizes_total",
+    "Container resources a proposed resize changes",
+    ["resource", "requirement", "operation"],
+)
+POD_RESIZE_MS = Histogram(
+    "kubelet_pod_resize_duration_milliseconds",
+    "From the kubelet accepting a resize to its completion (actual == allocated == desired)",
+    ["success"],
+    buckets=(10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000),
+)
+PENDING_RESIZES = Gauge(
+    "kubelet_pod_pending_resizes", "Pods whose resize waits, by reason", ["reason"]
+)
+IN_PROGRESS_RESIZES = Gauge("kubelet_pod_in_progress_resizes", "Pods being resized now")
+INFEASIBLE_RESIZES = Counter(
+    "kubelet_pod_infeasible_resizes_total", "Resizes found Infeasible", ["reason_detail"]
+)
+DEFERRED_ACCEPTED = Counter(
+    "kubelet_pod_deferred_accepted_resizes_total",
+    "Deferred resizes later accepted, by what retried them",
+    ["retry_trigger"],  # pod_resized | pod_deleted | node_resized | periodic_retry
+)
+RUNTIME_OP_SECONDS = Histogram(
+    "kubelet_runtime_operations_duration_seconds",
+    "Runtime calls the kubelet made, by operation",
+    ["operation_type"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
-RESIZE_SECONDS = Histogram(
-    "kubelet_pod_resize_duration_seconds",
-    "Time from a resize's allocation to its completion (actual == allocated == desired)",
-    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
-)
-RUNTIME_ERRORS = Counter(
-    "kubelet_runtime_operation_errors_total", "Failed runtime calls", ["operation"]
+RUNTIME_OP_ERRORS = Counter(
+    "kubelet_runtime_operations_errors_total", "Failed runtime calls", ["operation_type"]
 )

@@ -54,10 +54,15 @@ from services.kubelet.cri import (
     RuntimeServiceError,
 )
 from services.kubelet.metrics import (
-    ACTUATION_SECONDS,
+    DEFERRED_ACCEPTED,
+    IN_PROGRESS_RESIZES,
+    INFEASIBLE_RESIZES,
+    PENDING_RESIZES,
+    POD_RESIZE_MS,
+    REQUESTED_RESIZES,
     RESIZE_REQUESTS,
-    RESIZE_SECONDS,
-    RUNTIME_ERRORS,
+    RUNTIME_OP_ERRORS,
+    RUNTIME_OP_SECONDS,
 )
 from services.kubelet.noderesize import (
     evictions,
@@ -69,6 +74,7 @@ from services.kubelet.noderesize import (
 )
 from services.kubelet.noderesize_metrics import RESYNC_ERRORS, RESYNC_REQUESTS
 from services.kubelet.podstatus import running_event
+from services.kubelet.resizebook import ResizeBook, infeasible_detail, requested_changes
 
 log = logging.getLogger(__name__)
 
@@ -137,8 +143,11 @@ class NodeAgent:
         step_timeout: float = STEP_TIMEOUT,
         capacity: dict[str, Any] | None = None,
         deferred_retry: tuple[float, float] = (30.0, 180.0),
+        book: ResizeBook | None = None,
     ) -> None:
         self.name = name
+        self.book = book if book is not None else ResizeBook()
+        self._trigger: dict[str, str] = {}  # deferred key → what last retried it
         # Deferred resizes are also retried on a timer (first, then every), as the kubelet
         # does: some room frees up without an event we react to.
         self.deferred_retry = deferred_retry
@@ -174,16 +183,28 @@ class NodeAgent:
             retry_delay(attempt, initial=0.5, maximum=60), self.enqueue, key
         )
 
-    def _retry_deferred(self) -> None:
+    def _retry_deferred(self, trigger: str) -> None:
         """Resources may have freed: look at every Deferred resize again, in the kubelet's
-        order (admission.retry_order); each is decided in turn by `reconcile`."""
+        order (admission.retry_order); each is decided in turn by `reconcile`. `trigger`
+        (pod_resized, pod_deleted, node_resized, periodic_retry) labels the acceptances."""
         waiting = [
             Waiting(pod, since)
             for key, since in self.deferred.items()
             if (pod := self._live(key)) is not None
         ]
         for key in retry_order(self.checkpoint, waiting):
+            self._trigger[key] = trigger
             self.enqueue(key)
+
+    def _count(self, states: list[str]) -> None:
+        for state in states:
+            RESIZE_REQUESTS.labels(state).inc()
+        self._gauges()
+
+    def _gauges(self) -> None:
+        for reason in ("deferred", "infeasible"):
+            PENDING_RESIZES.labels(reason).set(self.book.pending_count(reason))
+        IN_PROGRESS_RESIZES.set(len(self.book.in_progress))
 
     def _deferred(self, key: str) -> None:
         """`key`'s resize is Deferred: remember since when, and keep the retry timer going."""
@@ -200,7 +221,7 @@ class NodeAgent:
         if not self.deferred:
             return  # nothing waits: the next deferral starts the timer again
         log.info("%s: periodic retry of %d deferred resizes", self.name, len(self.deferred))
-        self._retry_deferred()
+        self._retry_deferred("periodic_retry")
         _, every = self.deferred_retry
         self._retry_timer = asyncio.get_running_loop().call_later(every, self._periodic_retry)
 
@@ -377,7 +398,7 @@ class NodeAgent:
             await self._write_node(
                 ev.NodeConditionChanged(name=self.name, condition=node_resize_condition(None))
             )
-        self._retry_deferred()
+        self._retry_deferred("node_resized")
 
     async def _memory_usage(self) -> dict[str, ResourceList]:
         """Measured memory per running pod: evictions rank Burstable pods by usage over request
@@ -478,7 +499,7 @@ class NodeAgent:
                 await self.runtime.start_container(cid)
                 ids[c.name] = cid
         except RuntimeServiceError as exc:
-            RUNTIME_ERRORS.labels("start").inc()
+            RUNTIME_OP_ERRORS.labels("start_container").inc()
             log.warning("%s: cannot start %s: %s", self.name, key, exc)
             self._retry_later(key)
             return False
@@ -515,21 +536,28 @@ class NodeAgent:
                 log.warning("%s: removing %s: %s", self.name, key, exc)
         self.checkpoint = self.checkpoint.without_pod(key)
         self.deferred.pop(key, None)
+        self._trigger.pop(key, None)
         self._started.pop(key, None)
-        self._retry_deferred()
+        self._count(self.book.close(key, "canceled"))  # deleted or terminated mid-resize
+        self._retry_deferred("pod_deleted")
 
     async def _reconcile_resize(self, key: str, pod: Pod) -> None:
         generation = pod.metadata.generation or 1
-        if pod.status.resize == "Proposed" and self._seen_generation.get(key) != generation:
-            self._seen_generation[key] = generation
-            RESIZE_REQUESTS.labels("proposed").inc()
         allocated_pod = self.checkpoint.allocated(key)
         assert allocated_pod is not None
+        if pod.status.resize == "Proposed" and self._seen_generation.get(key) != generation:
+            self._seen_generation[key] = generation
+            self._count(self.book.propose(key))
+            before, after = resources_of(allocated_pod), resources_of(pod)
+            for resource, requirement, operation in requested_changes(before, after):
+                REQUESTED_RESIZES.labels(resource, requirement, operation).inc()
         desired = resources_of(pod)
         if not same_resources(desired, resources_of(allocated_pod)):
             decision = decide_resize(self.checkpoint, pod)
             if isinstance(decision, Deferred):
                 self._deferred(key)
+                self.book.wait(key, "deferred")
+                self._gauges()
                 if pod.status.resize != "Deferred":
                     RESIZE_REQUESTS.labels("deferred").inc()
                     await self._write(
@@ -548,9 +576,14 @@ class NodeAgent:
                 await self._actuate(key)
                 return
             self.deferred.pop(key, None)
+            trigger = self._trigger.pop(key, None)
             if isinstance(decision, Infeasible):
+                self.book.wait(key, "infeasible")
+                closed = self.book.close(key, "infeasible")
+                self._count(closed)
+                if closed:
+                    INFEASIBLE_RESIZES.labels(infeasible_detail(decision.record)).inc()
                 if pod.status.resize != "Infeasible":
-                    RESIZE_REQUESTS.labels("infeasible").inc()
                     await self._write(
                         ev.ResizeStatusChanged(
                             **self._ids(pod),
@@ -569,6 +602,9 @@ class NodeAgent:
             )
             self.checkpoint = self.checkpoint.with_pod(decision.pod.model_copy(deep=True))
             self._started[key] = time.monotonic()
+            if self.book.accept(key):
+                DEFERRED_ACCEPTED.labels(trigger or "periodic_retry").inc()
+            self._gauges()
             await self._write(
                 ev.Allocated(
                     **self._ids(pod),
@@ -583,12 +619,12 @@ class NodeAgent:
             await self._write(ev.ResizeStatusChanged(**self._ids(pod), resize="InProgress"), key)
             await self._event(pod, "ResizeStarted", f"Pod resize started (generation {generation})")
             if shrinks:
-                self._retry_deferred()
+                self._retry_deferred("pod_resized")
         else:
             if key in self.deferred:
                 # The user went back to what is allocated while the resize waited.
                 self.deferred.pop(key)
-                RESIZE_REQUESTS.labels("canceled").inc()
+                self._count(self.book.close(key, "canceled"))
             if pod.status.resize == "Proposed" and not same_resources(actual_of(pod), desired):
                 # A restart cut the kubelet off between Allocated and InProgress (the
                 # allocation is in the checkpoint, the runtime is behind): finish the step.
@@ -608,10 +644,10 @@ class NodeAgent:
         ):
             await self._write(ev.ResizeStatusChanged(**self._ids(pod), resize=None), key)
             await self._event(pod, "ResizeCompleted", "Pod resize completed")
-            RESIZE_REQUESTS.labels("completed").inc()
+            self._count(self.book.close(key, "completed"))
             started = self._started.pop(key, None)
             if started is not None:
-                RESIZE_SECONDS.observe(time.monotonic() - started)
+                POD_RESIZE_MS.labels("true").observe((time.monotonic() - started) * 1000)
             self._attempts.pop(key, None)
 
     async def _actuate(self, key: str) -> bool:
@@ -640,7 +676,7 @@ class NodeAgent:
                 )
             sandbox = await self.runtime.pod_sandbox_status(runtime.sandbox_id)
         except RuntimeServiceError as exc:
-            RUNTIME_ERRORS.labels("status").inc()
+            RUNTIME_OP_ERRORS.labels("container_status").inc()
             log.warning("%s: reading %s from the runtime: %s", self.name, key, exc)
             self._retry_later(key)
             return False
@@ -663,7 +699,7 @@ class NodeAgent:
             plan, self.runtime, read_back=runtime.containers, step_timeout=self.step_timeout
         )
         if plan:
-            ACTUATION_SECONDS.observe(time.monotonic() - started)
+            RUNTIME_OP_SECONDS.labels("container_update").observe(time.monotonic() - started)
         pod = self._live(key)
         for step in result.completed:
             if isinstance(step, RestartContainer) and pod is not None:
@@ -679,7 +715,7 @@ class NodeAgent:
                 )
         await self._publish_actual(key, result.actual)
         if not result.ok:
-            RUNTIME_ERRORS.labels("update").inc()
+            RUNTIME_OP_ERRORS.labels("container_update").inc()
             if pod is not None:
                 await self._event(pod, "ResizeError", f"resize failed: {result.error}", "Warning")
             self._retry_later(key)  # stop, back off exponentially, retry (KEP-1287)
