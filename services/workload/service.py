@@ -58,6 +58,14 @@ class Controller:
         self.owned = OwnedPods()
         self.wake = asyncio.Event()
         model.on_apply(self._observe)
+        model.on_snapshot(self._seed)
+
+    def _seed(self) -> None:
+        """Started from a snapshot: which pods CloneSets own, from the pods themselves (the
+        revision history comes from `workloads`, which is always read from offset 0)."""
+        for key, pod in self.model.objects("pods").items():
+            self.owned.observe(key, pod)
+        self.wake.set()
 
     def _observe(self, record: Record) -> None:
         self.history.apply(record)
@@ -175,7 +183,8 @@ def _endpoint(settings: Settings) -> Endpoint:
 
 
 async def run(settings: Settings, *, host: str, port: int) -> None:
-    model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS, window=0)
+    # Pods from the projection (ownership seeded from them), CloneSets from the log.
+    model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS, window=0, snapshot=True)
     client = ApiClient(_endpoint(settings))
     controller = Controller(settings, model, client)
     server = RoleServer(ROLE, settings, host=host, port=port, ready=model.ready.is_set)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from schemas.events import PODS
+from tests.integration.conftest import RoleProcess, wait_caught_up
 from tests.integration.workload.conftest import (
     Cluster,
     clone_set,
@@ -26,7 +27,12 @@ def kubelet_env() -> dict[str, str]:
     return {"INPLACE_KUBELET_RUNTIME_LATENCY": "0.3"}
 
 
-async def test_sigkill_mid_rollout_resumes_without_double_resize(cluster: Cluster) -> None:
+async def test_sigkill_mid_rollout_resumes_without_double_resize(
+    cluster: Cluster, projector: RoleProcess
+) -> None:
+    # With the projector running, a restarted controller starts from the projection and
+    # reads the tail (issue 16): what was in flight must still be resized exactly once.
+    projector.start()
     await cluster.create(clone_set("db", 8, "100m", maxConcurrentResizes=2))
 
     async def up() -> list[Any] | None:
@@ -43,9 +49,13 @@ async def test_sigkill_mid_rollout_resumes_without_double_resize(cluster: Cluste
             return sum(1 for p in pods if cpu_of(p) == "300m") >= n
 
         await eventually(progressed)
+        await wait_caught_up(cluster.settings, projector)
         cluster.controller.kill9()
         cluster.controller.start()
         await cluster.controller.ready()
+        async with cluster.controller.client() as http:
+            metrics = (await http.get(f"{cluster.controller.url}/metrics")).text
+        assert 'inplace_read_model_start_source{role="workload",source="snapshot"} 1.0' in metrics
 
     async def converged() -> dict[str, Any] | None:
         cs = await cluster.get("db")
