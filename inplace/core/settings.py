@@ -68,6 +68,9 @@ class Settings(BaseSettings):
     kubelet_runtime: Literal["fake", "cgroup"] = "fake"
     kubelet_runtime_latency: float = Field(default=0.0, ge=0.0, description="fake runtime, s")
     kubelet_cpu_manager_policy: Literal["none", "static"] = "none"
+    kubelet_memory_manager_policy: Literal["None", "Static"] = "None"
+    # InPlacePodVerticalScalingExclusiveCPUs: Guaranteed pods resize under the static policies.
+    kubelet_exclusive_cpus_resize: bool = False
     # Deferred resizes are retried on events and on this timer too (the kubelet's 1.33+
     # behaviour): first after `first` seconds, then every `period` while any waits.
     kubelet_deferred_retry_first: float = Field(default=30.0, gt=0)

@@ -96,6 +96,7 @@ class NodeAllocation:
     pods: Mapping[str, Pod] = field(default_factory=dict)
     cpu_manager_policy: CPUManagerPolicy = "none"
     memory_manager_policy: MemoryManagerPolicy = "None"
+    exclusive_cpus_resize: bool = False  # the InPlacePodVerticalScalingExclusiveCPUs gate
     # Effective requests per pod, cached: every decision sums all other pods.
     _requests: Mapping[str, ResourceList] = field(default_factory=dict, repr=False, compare=False)
     # Their sum, carried from checkpoint to checkpoint: summing every pod on each decision was
@@ -122,6 +123,7 @@ class NodeAllocation:
         *,
         cpu_manager_policy: CPUManagerPolicy = "none",
         memory_manager_policy: MemoryManagerPolicy = "None",
+        exclusive_cpus_resize: bool = False,
     ) -> NodeAllocation:
         """An empty checkpoint for a registered node (its `status.allocatable`)."""
         return cls(
@@ -129,6 +131,7 @@ class NodeAllocation:
             allocatable=dict(node.status.allocatable or {}),
             cpu_manager_policy=cpu_manager_policy,
             memory_manager_policy=memory_manager_policy,
+            exclusive_cpus_resize=exclusive_cpus_resize,
         )
 
     def allocated(self, key: str) -> Pod | None:
@@ -158,6 +161,7 @@ class NodeAllocation:
             pods={**self.pods, key: pod},
             cpu_manager_policy=self.cpu_manager_policy,
             memory_manager_policy=self.memory_manager_policy,
+            exclusive_cpus_resize=self.exclusive_cpus_resize,
             _requests={**self._requests, key: requests},
             _total=add(self.used(excluding=key), requests),
         )
@@ -170,6 +174,7 @@ class NodeAllocation:
             pods={k: p for k, p in self.pods.items() if k != key},
             cpu_manager_policy=self.cpu_manager_policy,
             memory_manager_policy=self.memory_manager_policy,
+            exclusive_cpus_resize=self.exclusive_cpus_resize,
             _requests={k: r for k, r in self._requests.items() if k != key},
             _total=self.used(excluding=key),
         )
@@ -182,6 +187,7 @@ class NodeAllocation:
             pods=self.pods,
             cpu_manager_policy=self.cpu_manager_policy,
             memory_manager_policy=self.memory_manager_policy,
+            exclusive_cpus_resize=self.exclusive_cpus_resize,
             _requests=self._requests,
             _total=self._total,
         )
@@ -335,11 +341,6 @@ def _infeasibility(requested: ResourceList, allocatable: ResourceList) -> tuple[
     return None
 
 
-def _is_integral_cpu(resources: ResourceRequirements) -> bool:
-    cpu = (resources.requests or {}).get(RESOURCE_CPU) or (resources.limits or {}).get(RESOURCE_CPU)
-    return cpu is not None and cpu.milli_value() > 0 and cpu.milli_value() % 1000 == 0
-
-
 def _request(resources: ResourceRequirements, name: str) -> Quantity:
     requests = {**(resources.limits or {}), **(resources.requests or {})}
     return requests.get(name, ZERO)
@@ -422,34 +423,22 @@ def _invalid_resize(pod: Pod, changes: Mapping[str, set[str]]) -> str | None:
     return None
 
 
-def _static_policy_conflict(
-    node: NodeAllocation,
-    desired_pod: Pod,
-    before: Mapping[str, ResourceRequirements],
-    after: Mapping[str, ResourceRequirements],
-    changes: Mapping[str, set[str]],
-) -> tuple[str, str] | None:
-    """(policy, message) when KEP-1287's Static CPU & Memory Policy forbids the resize: a
-    Guaranteed pod's exclusive CPUs (integral requests) and pinned memory cannot be resized;
-    such a resize is Infeasible."""
-    if qos_class(desired_pod) != "Guaranteed":
+def _static_policy_conflict(node: NodeAllocation, desired_pod: Pod) -> tuple[str, str] | None:
+    """(policy, message) when the node's static CPU or memory manager forbids resizing this
+    pod, as the 1.35 kubelet's canResizePod does: ANY resize of a Guaranteed pod (memory-only
+    and fractional CPU included) is Infeasible there, unless the node opts in with
+    InPlacePodVerticalScalingExclusiveCPUs (`exclusive_cpus_resize`). The KEP text only named
+    exclusive (integral) CPUs and pinned memory; we follow Kubernetes."""
+    if node.exclusive_cpus_resize or qos_class(desired_pod) != "Guaranteed":
         return None
     if node.cpu_manager_policy == "static":
-        for name, resources in changes.items():
-            if RESOURCE_CPU not in resources:
-                continue
-            if _is_integral_cpu(before.get(name, ResourceRequirements())) or _is_integral_cpu(
-                after[name]
-            ):
-                return "cpuManagerPolicy=static", (
-                    'Resize is infeasible for Guaranteed Pods alongside CPU Manager policy "static"'
-                    f": container {name!r} has exclusive (integral) CPUs"
-                )
+        return "cpuManagerPolicy=static", (
+            "Resize is infeasible for Guaranteed Pods alongside CPU Manager static policy"
+        )
     if node.memory_manager_policy == "Static":
-        if any(RESOURCE_MEMORY in resources for resources in changes.values()):
-            return "memoryManagerPolicy=Static", (
-                'Resize is infeasible for Guaranteed Pods alongside Memory Manager policy "Static"'
-            )
+        return "memoryManagerPolicy=Static", (
+            "Resize is infeasible for Guaranteed Pods alongside Memory Manager static policy"
+        )
     return None
 
 
@@ -482,7 +471,7 @@ def decide_resize(
     # Keep everything but the resources from the checkpoint: the decision is about resources.
     target = with_resources(allocated, after)
     requested = pod_requests(target)
-    conflict = _static_policy_conflict(node, target, before, after, changes)
+    conflict = _static_policy_conflict(node, target)
     if conflict is not None:
         policy, message = conflict
         return Infeasible(message, decision_record(node, key, requested, [], policy))

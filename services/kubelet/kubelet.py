@@ -148,7 +148,10 @@ class Kubelet:
         agent = NodeAgent(
             name,
             NodeAllocation.from_node(
-                node, cpu_manager_policy=self.settings.kubelet_cpu_manager_policy
+                node,
+                cpu_manager_policy=self.settings.kubelet_cpu_manager_policy,
+                memory_manager_policy=self.settings.kubelet_memory_manager_policy,
+                exclusive_cpus_resize=self.settings.kubelet_exclusive_cpus_resize,
             ),
             runtime=self.runtime,
             model=self.model,

@@ -6,6 +6,7 @@ the exact decision, messages included.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -354,13 +355,8 @@ def test_unknown_container_and_other_resources_are_infeasible() -> None:
     )
 
 
-STATIC_CPU = (
-    'Resize is infeasible for Guaranteed Pods alongside CPU Manager policy "static": '
-    "container 'app' has exclusive (integral) CPUs"
-)
-
-
-STATIC_MEMORY = 'Resize is infeasible for Guaranteed Pods alongside Memory Manager policy "Static"'
+STATIC_CPU = "Resize is infeasible for Guaranteed Pods alongside CPU Manager static policy"
+STATIC_MEMORY = "Resize is infeasible for Guaranteed Pods alongside Memory Manager static policy"
 CPU_ONLY_2 = {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}}
 CPU_ONLY_3 = {"requests": {"cpu": "3"}, "limits": {"cpu": "3"}}
 STATIC_CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, str, Decision | type]] = [
@@ -369,8 +365,11 @@ STATIC_CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, str, Decision
     ("to integral, static", g("1500m", "1Gi"), g("2", "1Gi"), "static", "None",
      Infeasible(STATIC_CPU)),
     ("guaranteed integral, none policy", g("2", "1Gi"), g("3", "1Gi"), "none", "None", Accept),
-    ("guaranteed shared pool", g("500m", "1Gi"), g("700m", "1Gi"), "static", "None", Accept),
-    ("memory only with static cpu", g("2", "1Gi"), g("2", "2Gi"), "static", "None", Accept),
+    # As the 1.35 kubelet: fractional CPUs and memory-only resizes too (the KEP text spared them).
+    ("guaranteed shared pool", g("500m", "1Gi"), g("700m", "1Gi"), "static", "None",
+     Infeasible(STATIC_CPU)),
+    ("memory only with static cpu", g("2", "1Gi"), g("2", "2Gi"), "static", "None",
+     Infeasible(STATIC_CPU)),
     ("burstable (no memory limit), static", CPU_ONLY_2, CPU_ONLY_3, "static", "None", Accept),
     ("guaranteed memory, static memory manager", g("2", "1Gi"), g("2", "2Gi"), "none", "Static",
      Infeasible(STATIC_MEMORY)),
@@ -395,6 +394,9 @@ def test_static_cpu_and_memory_policy(
         assert isinstance(got, Accept) and got.changed
     else:
         assert got == expected
+    # InPlacePodVerticalScalingExclusiveCPUs on: the node's policies no longer refuse.
+    opted_in = replace(checkpoint, exclusive_cpus_resize=True)
+    assert isinstance(decide_resize(opted_in, p, resize_of(p, app=desired)), Accept)
 
 
 @pytest.mark.parametrize(
