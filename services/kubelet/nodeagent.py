@@ -148,6 +148,7 @@ class NodeAgent:
         self.name = name
         self.book = book if book is not None else ResizeBook()
         self._trigger: dict[str, str] = {}  # deferred key → what last retried it
+        self._noted: dict[str, tuple[str | None, str]] = {}  # key → its InProgress note
         # Deferred resizes are also retried on a timer (first, then every), as the kubelet
         # does: some room frees up without an event we react to.
         self.deferred_retry = deferred_retry
@@ -195,6 +196,22 @@ class NodeAgent:
         for key in retry_order(self.checkpoint, waiting):
             self._trigger[key] = trigger
             self.enqueue(key)
+
+    async def _in_progress_note(self, key: str, reason: str | None, message: str) -> None:
+        """Say on the PodResizeInProgress condition why an accepted resize is not done yet;
+        once per distinct note (a retry that fails the same way writes nothing new)."""
+        pod = self._live(key)
+        if pod is None or pod.status.resize != "InProgress":
+            return
+        if self._noted.get(key) == (reason, message):
+            return
+        self._noted[key] = (reason, message)
+        await self._write(
+            ev.ResizeStatusChanged(
+                **self._ids(pod), resize="InProgress", reason=reason, message=message
+            ),
+            key,
+        )
 
     def _count(self, states: list[str]) -> None:
         for state in states:
@@ -537,6 +554,7 @@ class NodeAgent:
         self.checkpoint = self.checkpoint.without_pod(key)
         self.deferred.pop(key, None)
         self._trigger.pop(key, None)
+        self._noted.pop(key, None)
         self._started.pop(key, None)
         self._count(self.book.close(key, "canceled"))  # deleted or terminated mid-resize
         self._retry_deferred("pod_deleted")
@@ -602,6 +620,7 @@ class NodeAgent:
             )
             self.checkpoint = self.checkpoint.with_pod(decision.pod.model_copy(deep=True))
             self._started[key] = time.monotonic()
+            self._noted.pop(key, None)  # a new allocation: earlier notes were about another
             if self.book.accept(key):
                 DEFERRED_ACCEPTED.labels(trigger or "periodic_retry").inc()
             self._gauges()
@@ -644,6 +663,7 @@ class NodeAgent:
         ):
             await self._write(ev.ResizeStatusChanged(**self._ids(pod), resize=None), key)
             await self._event(pod, "ResizeCompleted", "Pod resize completed")
+            self._noted.pop(key, None)
             self._count(self.book.close(key, "completed"))
             started = self._started.pop(key, None)
             if started is not None:
@@ -690,8 +710,10 @@ class NodeAgent:
             sandbox_id=runtime.sandbox_id,
         )
         if isinstance(plan, Blocked):
-            # KEP-1287: a memory limit below usage is not applied; stays InProgress, retried.
+            # KEP-1287: a memory limit below usage is not applied; stays InProgress, retried,
+            # and says why on the PodResizeInProgress condition (not only in our log).
             log.info("%s: resize of %s blocked: %s", self.name, key, plan.reason)
+            await self._in_progress_note(key, None, f"held back: {plan.reason}")
             self._retry_later(key)
             return False
         started = time.monotonic()
@@ -718,6 +740,8 @@ class NodeAgent:
             RUNTIME_OP_ERRORS.labels("container_update").inc()
             if pod is not None:
                 await self._event(pod, "ResizeError", f"resize failed: {result.error}", "Warning")
+            # PodResizeInProgress reason Error with the runtime's message, as the 1.33+ kubelet.
+            await self._in_progress_note(key, "Error", str(result.error))
             self._retry_later(key)  # stop, back off exponentially, retry (KEP-1287)
             return False
         if result.read_errors:
