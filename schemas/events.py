@@ -82,6 +82,8 @@ class ResizeProposed(PodEvent):
     TYPE: ClassVar[str] = "ResizeProposed"
     containers: list[ContainerResources] = Field(default_factory=list)
     init_containers: list[ContainerResources] = Field(default_factory=list)
+    # Desired pod-level resources (spec.resources); None: the pod has none.
+    pod_resources: ResourceRequirements | None = None
     # Server-side apply's field ownership after this write (None: unchanged).
     managed_fields: list[dict[str, Any]] | None = None
 
@@ -164,6 +166,8 @@ class Allocated(PodEvent):
     node_name: str = Field(min_length=1)
     containers: list[ContainerAllocation] = Field(default_factory=list)
     init_containers: list[ContainerAllocation] = Field(default_factory=list)
+    # Allocated pod-level resources (status.allocatedResources shows the requests).
+    pod_resources: ResourceRequirements | None = None
 
 
 class ContainerActual(PayloadModel):
@@ -178,6 +182,8 @@ class Actuated(PodEvent):
     node_name: str = Field(min_length=1)
     containers: list[ContainerActual] = Field(default_factory=list)
     init_containers: list[ContainerActual] = Field(default_factory=list)
+    # Pod-level resources applied to the pod's cgroup (status.resources).
+    pod_resources: ResourceRequirements | None = None
 
 
 class PodBound(PodEvent):

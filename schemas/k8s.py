@@ -18,6 +18,7 @@ from schemas.base import K8sModel, MicroTime, Time
 from schemas.quantity import Quantity
 
 __all__ = [
+    "HUGEPAGES_PREFIX",
     "RESOURCE_CPU",
     "RESOURCE_EPHEMERAL_STORAGE",
     "RESOURCE_MEMORY",
@@ -92,6 +93,7 @@ RESOURCE_CPU = "cpu"
 RESOURCE_MEMORY = "memory"
 RESOURCE_EPHEMERAL_STORAGE = "ephemeral-storage"
 RESOURCE_PODS = "pods"
+HUGEPAGES_PREFIX = "hugepages-"
 
 ResourceList = dict[str, Quantity]
 """core/v1 ResourceList: resource name (`cpu`, `memory`, `hugepages-2Mi`, …) → quantity."""
@@ -313,6 +315,8 @@ class PodSpec(K8sModel):
     priority_class_name: str | None = None
     priority: int | None = None
     overhead: ResourceList | None = None
+    # Pod-level resources (KEP-2837, beta 1.34): cpu, memory, hugepages-* for the whole pod.
+    resources: ResourceRequirements | None = None
 
 
 # --- pod status ---------------------------------------------------------------------------------
@@ -413,6 +417,10 @@ class PodStatus(K8sModel):
     container_statuses: list[ContainerStatus] | None = None
     qos_class: PodQOSClass | None = None
     resize: PodResizeStatus | None = None
+    # 1.34+: what the node allocated to the pod as a whole (pod-level requests, or the
+    # containers' aggregate) and, with pod-level resources, what is applied to its cgroup.
+    allocated_resources: ResourceList | None = None
+    resources: ResourceRequirements | None = None
 
 
 class Pod(K8sModel):

@@ -8,6 +8,11 @@
   `allocatedResources` (admitted by the kubelet), its `status...resources` (actual), or the
   per-container max of spec and allocated, which the scheduler and quota use while a resize is
   pending so that a node or namespace is never overcommitted by an imminent resize.
+- Pod-level resources (KEP-2837, beta in 1.34; their in-place resize is 1.35 alpha, on here):
+  `spec.resources` requests/limits of cpu, memory and hugepages-* replace the containers'
+  aggregate for those resources (PodRequests/PodLimits), the QoS class is computed from them
+  alone, and `status.allocatedResources` / `status.resources` are their allocated and actual
+  values, picked by the same `source` as the containers'.
 
 Every function returns a new ResourceList and never mutates its inputs; a result only has keys
 that appear in some input (no implicit zero `cpu`/`memory` entries).
@@ -19,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Literal
 
 from schemas.k8s import (
+    HUGEPAGES_PREFIX,
     RESOURCE_CPU,
     RESOURCE_MEMORY,
     Container,
@@ -35,14 +41,21 @@ __all__ = [
     "LimitSource",
     "RequestSource",
     "add",
+    "aggregate_container_limits",
+    "aggregate_container_requests",
     "container_limits",
     "container_requests",
     "fits",
+    "is_pod_level_resource",
     "is_sidecar",
     "max_per_resource",
     "pod_limits",
     "pod_requests",
     "qos_class",
+    "resize_aware_containers",
+    "resize_aware_requests",
+    "scheduling_pod_level_requests",
+    "scheduling_requests",
     "subtract",
 ]
 
@@ -193,6 +206,50 @@ def _limit_of(
     return max_per_resource(container_limits(container), _actual_limits(container, status))
 
 
+# --- pod-level resources (KEP-2837) -----------------------------------------------------------
+
+
+def is_pod_level_resource(name: str) -> bool:
+    """IsSupportedPodLevelResource: cpu, memory and hugepages-*."""
+    return name in QOS_COMPUTE_RESOURCES or name.startswith(HUGEPAGES_PREFIX)
+
+
+def _supported(resources: Mapping[str, Quantity] | None) -> ResourceList:
+    return {n: q for n, q in (resources or {}).items() if is_pod_level_resource(n)}
+
+
+def _pod_level_requests(pod: Pod, source: RequestSource) -> ResourceList:
+    """The pod-level requests `source` picks ({} without pod-level requests)."""
+    spec = _supported(pod.spec.resources.requests if pod.spec.resources else None)
+    if not spec:
+        return {}
+    status = pod.status
+    allocated = _supported(status.allocated_resources) or spec
+    if source == "spec":
+        return spec
+    if source == "allocated":
+        return allocated
+    if source == "actual":
+        actual = status.resources.requests if status.resources is not None else None
+        return _supported(actual) or allocated
+    if pod.status.resize == "Infeasible":
+        return allocated
+    return max_per_resource(spec, allocated)
+
+
+def _pod_level_limits(pod: Pod, source: LimitSource) -> ResourceList:
+    spec = _supported(pod.spec.resources.limits if pod.spec.resources else None)
+    if not spec:
+        return {}
+    actual = pod.status.resources.limits if pod.status.resources is not None else None
+    actual_or_spec = _supported(actual) or spec
+    if source == "spec":
+        return spec
+    if source == "actual" or pod.status.resize == "Infeasible":
+        return actual_or_spec
+    return max_per_resource(spec, actual_or_spec)
+
+
 # --- pods ---------------------------------------------------------------------------------------
 
 
@@ -229,13 +286,34 @@ def pod_requests(pod: Pod, *, source: RequestSource = "spec") -> ResourceList:
     - "actual": `status...resources.requests`; else allocated; else spec.
     - "max": per container, max(spec, allocated) (KEP-1287's scheduler and quota rule for a
       pending resize); allocated alone when `status.resize` is Infeasible.
+
+    Pod-level requests (`spec.resources`, picked by the same `source`) replace the aggregate
+    for the resources they name.
     """
     statuses = _statuses_by_name(pod)
     per_container = [_request_of(pod, c, statuses.get(c.name), source) for c in pod.spec.containers]
     per_init = [
         _request_of(pod, c, statuses.get(c.name), source) for c in pod.spec.init_containers or []
     ]
-    return add(_aggregate(pod, per_container, per_init), pod.spec.overhead or {})
+    requests = _aggregate(pod, per_container, per_init)
+    if pod.spec.resources is not None:
+        requests.update(_pod_level_requests(pod, source))
+    return add(requests, pod.spec.overhead or {})
+
+
+def aggregate_container_requests(pod: Pod) -> ResourceList:
+    """AggregateContainerRequests: the containers' spec requests aggregated (sidecars, init
+    peak), without pod-level requests or overhead."""
+    regular = [container_requests(c) for c in pod.spec.containers]
+    init = [container_requests(c) for c in pod.spec.init_containers or []]
+    return _aggregate(pod, regular, init)
+
+
+def aggregate_container_limits(pod: Pod) -> ResourceList:
+    """AggregateContainerLimits: the containers' spec limits aggregated like requests."""
+    regular = [container_limits(c) for c in pod.spec.containers]
+    init = [container_limits(c) for c in pod.spec.init_containers or []]
+    return _aggregate(pod, regular, init)
 
 
 def pod_limits(pod: Pod, *, source: LimitSource = "spec") -> ResourceList:
@@ -252,6 +330,8 @@ def pod_limits(pod: Pod, *, source: LimitSource = "spec") -> ResourceList:
         _limit_of(pod, c, statuses.get(c.name), source) for c in pod.spec.init_containers or []
     ]
     limits = _aggregate(pod, per_container, per_init)
+    if pod.spec.resources is not None:
+        limits.update(_pod_level_limits(pod, source))
     for name, quantity in (pod.spec.overhead or {}).items():
         if name in limits and not limits[name].is_zero():
             limits[name] = limits[name] + quantity
@@ -273,13 +353,17 @@ def _qos_list(resources: Mapping[str, Quantity]) -> ResourceList:
 def qos_class(pod: Pod) -> PodQOSClass:
     """The pod's QoS class, computed as Kubernetes' ComputePodQOS does.
 
-    Over all containers and init containers (only cpu and memory, only values > 0):
+    With pod-level resources (`spec.resources` set), from those alone: Guaranteed when cpu and
+    memory limits are set and every request equals its limit. Otherwise over all containers
+    and init containers (only cpu and memory, only values > 0):
     - BestEffort: no requests and no limits at all.
     - Guaranteed: every container has cpu and memory limits, and the summed requests equal
       the summed limits for each resource (with limits defaulting missing requests, that means
       requests == limits in each valid container, where requests never exceed limits).
     - Burstable: anything else.
     """
+    if pod.spec.resources is not None:
+        return _pod_level_qos(pod.spec.resources)
     requests: ResourceList = {}
     limits: ResourceList = {}
     guaranteed = True
@@ -295,6 +379,17 @@ def qos_class(pod: Pod) -> PodQOSClass:
         if all(requests[name] == limits[name] for name in requests):
             return "Guaranteed"
     return "Burstable"
+
+
+def _pod_level_qos(resources: ResourceRequirements) -> PodQOSClass:
+    requests = _qos_list(resources.requests or {})
+    limits = _qos_list(resources.limits or {})
+    if not requests and not limits:
+        return "BestEffort"
+    guaranteed = QOS_COMPUTE_RESOURCES <= limits.keys() and all(
+        name in limits and limits[name] == quantity for name, quantity in requests.items()
+    )
+    return "Guaranteed" if guaranteed else "Burstable"
 
 
 # --- KEP-1287: what a pod holds on its node while a resize is pending ---------------------------
@@ -332,3 +427,46 @@ def resize_aware_requests(
     if granted is None:
         return spec
     return granted if infeasible else max_per_resource(spec, granted)
+
+
+def resize_aware_containers(pod: Pod) -> tuple[list[ResourceList], list[ResourceList]]:
+    """Per regular and per init container, `resize_aware_requests` (sidecars included; a
+    classic init container runs once, with its spec)."""
+    statuses = _statuses_by_name(pod)
+    infeasible = is_resize_infeasible(pod)
+    regular = [
+        resize_aware_requests(c, statuses.get(c.name), infeasible) for c in pod.spec.containers
+    ]
+    init = [
+        resize_aware_requests(c, statuses.get(c.name), infeasible)
+        if is_sidecar(c)
+        else container_requests(c)
+        for c in pod.spec.init_containers or []
+    ]
+    return regular, init
+
+
+def scheduling_requests(
+    pod: Pod, per_container: tuple[list[ResourceList], list[ResourceList]] | None = None
+) -> ResourceList:
+    """What a pod holds for the scheduler and for quota (KEP-1287): `resize_aware_containers`
+    (or the given lists) aggregated as Kubernetes aggregates, pod-level requests by the same
+    rule (max of spec, allocated and actual; what is granted alone while the resize is
+    Infeasible), plus overhead."""
+    regular, init = per_container or resize_aware_containers(pod)
+    requests = _aggregate(pod, regular, init)
+    if pod.spec.resources is not None:
+        requests.update(scheduling_pod_level_requests(pod))
+    return add(requests, pod.spec.overhead or {})
+
+
+def scheduling_pod_level_requests(pod: Pod) -> ResourceList:
+    """Pod-level requests by KEP-1287's rule ({} without pod-level requests)."""
+    spec = _supported(pod.spec.resources.requests if pod.spec.resources else None)
+    if not spec:
+        return {}
+    actual = pod.status.resources.requests if pod.status.resources is not None else None
+    granted = max_per_resource(_supported(pod.status.allocated_resources), _supported(actual))
+    if not granted:
+        return spec
+    return granted if is_resize_infeasible(pod) else max_per_resource(spec, granted)

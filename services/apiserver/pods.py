@@ -302,12 +302,14 @@ def _rv_required() -> list[Any]:
     ]
 
 
-def _resources_of(pod: Pod) -> list[Any]:
+def _resources_of(pod: Pod) -> tuple[Any, list[Any]]:
+    """What a resize can change: pod-level resources, and each resizable container's."""
     containers = [
         *pod.spec.containers,
         *(c for c in pod.spec.init_containers or [] if is_sidecar(c)),
     ]
-    return [
+    pod_level = pod.spec.resources.to_k8s() if pod.spec.resources is not None else None
+    return pod_level, [
         (c.name, c.resources.to_k8s(), [p.to_k8s() for p in c.resize_policy or []])
         for c in containers
     ]
@@ -326,4 +328,5 @@ def _proposal(pod: Pod) -> ev.ResizeProposed:
         uid=pod.metadata.uid or "",
         containers=desired(pod.spec.containers),
         init_containers=desired([c for c in pod.spec.init_containers or [] if is_sidecar(c)]),
+        pod_resources=pod.spec.resources,
     )

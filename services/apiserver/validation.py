@@ -58,7 +58,13 @@ from schemas.k8s import (
     ResourceRequirements,
 )
 from schemas.quantity import ZERO, Quantity, QuantityError
-from schemas.resources import is_sidecar, qos_class
+from schemas.resources import (
+    aggregate_container_limits,
+    aggregate_container_requests,
+    is_pod_level_resource,
+    is_sidecar,
+    qos_class,
+)
 from services.apiserver.fielderrors import (
     ROOT,
     FieldError,
@@ -331,6 +337,16 @@ def _validate_container_resource_name(name: str, path: str) -> list[FieldError]:
     return errs
 
 
+def _validate_pod_resource_name(name: str, path: str) -> list[FieldError]:
+    """`validatePodResourceName`: cpu, memory and hugepages-* only."""
+    errs = _validate_resource_name(name, path)
+    if errs:
+        return errs
+    if not is_pod_level_resource(name):
+        return [not_supported(path, name, ["cpu", "hugepages-", "memory"])]
+    return []
+
+
 def _validate_quantity_value(name: str, quantity: Quantity, path: str) -> list[FieldError]:
     errs = []
     if quantity < ZERO:
@@ -353,9 +369,11 @@ def _hugepage_value_error(name: str, quantity: Quantity) -> str | None:
 
 
 def _validate_resource_requirements(
-    requirements: ResourceRequirements, path: str
+    requirements: ResourceRequirements, path: str, *, pod_level: bool = False
 ) -> list[FieldError]:
-    """`ValidateContainerResourceRequirements` (maps are walked in sorted key order)."""
+    """`ValidateContainerResourceRequirements` (maps are walked in sorted key order), or with
+    `pod_level` the same rules over pod-level resource names (`validatePodResources`)."""
+    check_name = _validate_pod_resource_name if pod_level else _validate_container_resource_name
     errs: list[FieldError] = []
     limits: ResourceList = requirements.limits or {}
     requests: ResourceList = requirements.requests or {}
@@ -363,7 +381,7 @@ def _validate_resource_requirements(
     has_cpu_memory = has_hugepages = False
     for name in sorted(limits):
         quantity, fld = limits[name], key(lim_path, name)
-        errs += _validate_container_resource_name(name, fld)
+        errs += check_name(name, fld)
         errs += _validate_quantity_value(name, quantity, fld)
         if _is_hugepages(name):
             has_hugepages = True
@@ -372,7 +390,7 @@ def _validate_resource_requirements(
         has_cpu_memory = has_cpu_memory or name in _CPU_MEMORY
     for name in sorted(requests):
         quantity, fld = requests[name], key(req_path, name)
-        errs += _validate_container_resource_name(name, fld)
+        errs += check_name(name, fld)
         errs += _validate_quantity_value(name, quantity, fld)
         if name in limits:
             limit = limits[name]
@@ -397,6 +415,51 @@ def _validate_resource_requirements(
         has_cpu_memory = has_cpu_memory or name in _CPU_MEMORY
     if has_hugepages and not has_cpu_memory:
         errs.append(forbidden(path, "HugePages require cpu or memory"))
+    return errs
+
+
+def _validate_pod_resources(pod: Pod) -> list[FieldError]:
+    """`validatePodResources` + `validatePodResourceConsistency`: valid pod-level names and
+    values, pod-level requests at least the containers' aggregate, a pod-level hugepages limit
+    at least theirs, no container limit above the pod's."""
+    resources = pod.spec.resources
+    if resources is None:
+        return []
+    path = "spec.resources"
+    errs = _validate_resource_requirements(resources, path, pod_level=True)
+    pod_requests_, pod_limits_ = resources.requests or {}, resources.limits or {}
+    for name, aggregate in sorted(aggregate_container_requests(pod).items()):
+        requested = pod_requests_.get(name)
+        if requested is not None and requested < aggregate:
+            errs.append(
+                invalid(
+                    key(child(path, "requests"), name),
+                    str(requested),
+                    f"must be greater than or equal to aggregate container requests of {aggregate}",
+                )
+            )
+    for name, aggregate in sorted(aggregate_container_limits(pod).items()):
+        limit = pod_limits_.get(name)
+        if _is_hugepages(name) and limit is not None and limit < aggregate:
+            errs.append(
+                invalid(
+                    key(child(path, "limits"), name),
+                    str(limit),
+                    f"must be greater than or equal to aggregate container limits of {aggregate}",
+                )
+            )
+    for i, container in enumerate(pod.spec.containers):
+        for name, limit in sorted((container.resources.limits or {}).items()):
+            pod_limit = pod_limits_.get(name)
+            if pod_limit is not None and pod_limit < limit:
+                # kube-apiserver builds this path from the pod-level resources path.
+                errs.append(
+                    invalid(
+                        child(key(index(child(path, "containers"), i), name), "limits"),
+                        str(limit),
+                        f"must be less than or equal to pod limits of {pod_limit}",
+                    )
+                )
     return errs
 
 
@@ -452,6 +515,28 @@ def _default_requirements(resources: ResourceRequirements) -> None:
             resources.requests = requests
 
 
+def _default_pod_requests(pod: Pod) -> None:
+    """`defaultPodRequests`, only when pod-level limits are set: a resource without a
+    pod-level request takes the containers' aggregate request (cpu, memory), else the
+    pod-level limit."""
+    resources = pod.spec.resources
+    if resources is None:
+        return
+    resources.limits = _round_up_to_milli(resources.limits)
+    resources.requests = _round_up_to_milli(resources.requests)
+    if not resources.limits:
+        return
+    requests = dict(resources.requests or {})
+    for name, aggregate in aggregate_container_requests(pod).items():
+        if name not in requests and is_pod_level_resource(name) and not _is_hugepages(name):
+            requests[name] = aggregate
+    for name, limit in resources.limits.items():
+        if name not in requests and is_pod_level_resource(name):
+            requests[name] = limit
+    if requests:
+        resources.requests = requests
+
+
 def default_pod(pod: Pod) -> Pod:
     """A defaulted copy of `pod`, as kube-apiserver stores a created pod.
 
@@ -460,6 +545,8 @@ def default_pod(pod: Pod) -> Pod:
     - Containers and init containers: imagePullPolicy (Always for `:latest` or untagged images,
       else IfNotPresent), port protocol TCP, quantities rounded up to milli units, and requests
       defaulted from limits per resource.
+    - Pod-level resources (`spec.resources`): rounded like containers'; with pod-level
+      limits, a missing pod-level request defaults to the containers' aggregate, else the limit.
     - resizePolicy is NOT defaulted: Kubernetes dropped that defaulting (an absent policy means
       NotRequired to the kubelet), so a pod keeps exactly the policies its author wrote.
     - status.phase Pending when unset; status.qosClass computed from the defaulted spec.
@@ -475,6 +562,7 @@ def default_pod(pod: Pod) -> Pod:
     spec.overhead = _round_up_to_milli(spec.overhead)
     for container in [*spec.containers, *(spec.init_containers or [])]:
         _default_container(container)
+    _default_pod_requests(out)
     if out.status.phase is None:
         out.status.phase = "Pending"
     out.status.qos_class = qos_class(out)
@@ -767,6 +855,7 @@ def _validate_pod_metadata_and_spec(pod: Pod) -> list[FieldError]:
         errs += _validate_resource_requirements(
             ResourceRequirements(limits=spec.overhead), "spec.overhead"
         )
+    errs += _validate_pod_resources(pod)
     for path, containers in (
         ("spec.containers", spec.containers),
         ("spec.initContainers", spec.init_containers or []),
@@ -1159,6 +1248,21 @@ def _non_cpu_memory_changes(
     return errs
 
 
+def _pod_level_resize(
+    new: ResourceRequirements | None, old: ResourceRequirements | None, message: str
+) -> list[FieldError]:
+    """Pod-level resources through `/resize` (1.35 alpha InPlacePodLevelResourcesVerticalScaling,
+    on here): cpu and memory may change like a container's, but pod-level resources cannot be
+    added to a pod that has none, or dropped from one that has them."""
+    path = "spec.resources"
+    if old is None and new is None:
+        return []
+    if old is None or new is None:
+        verb = "added" if old is None else "removed"
+        return [forbidden(path, f"pod-level resources cannot be {verb} by a resize")]
+    return _container_resize(new, old, path) + _non_cpu_memory_changes(new, old, path, message)
+
+
 def _skip_resources(path: str, a: Any, b: Any) -> bool:
     return path.endswith((".resources", ".resizePolicy"))
 
@@ -1195,7 +1299,9 @@ def validate_pod_resize(old: Pod, new: Pod) -> list[FieldError]:
     - requests and limits cannot be removed from containers and sidecars;
     - only cpu and memory may change (per resource: `...requests[ephemeral-storage]:
       Forbidden: only cpu and memory resources are mutable`), on sidecars too, and nothing of
-      a non-sidecar init container may change.
+      a non-sidecar init container may change;
+    - pod-level resources (`spec.resources`) follow the containers' rules, and cannot be
+      added or removed by a resize.
 
     Resizing to the resources the pod already has is valid (a no-op).
     """
@@ -1250,10 +1356,13 @@ def validate_pod_resize(old: Pod, new: Pod) -> list[FieldError]:
             errs += [
                 forbidden(p, fixed) for p in sorted({_collapse(p, path) for p, _, _ in changes})
             ]
+    errs += _pod_level_resize(new.spec.resources, old.spec.resources, message)
     if errs:
         return errs
 
     def skip_containers(path: str, a: Any, b: Any) -> bool:
+        if path == "spec.resources":
+            return True  # checked by _pod_level_resize
         return path in ("spec.containers", "spec.initContainers") and (
             isinstance(a, list) and isinstance(b, list) and len(a) == len(b)
         )
@@ -1276,6 +1385,10 @@ def resize_view(old: Pod, patched: Pod) -> Pod:
     object (a limit without a request defaults it; quantities rounded up to milli units).
     """
     result = old.model_copy(deep=True)
+    # Pod-level resources resize too (1.35 alpha InPlacePodLevelResourcesVerticalScaling).
+    result.spec.resources = (
+        None if patched.spec.resources is None else patched.spec.resources.model_copy(deep=True)
+    )
     for mine, theirs in (
         (result.spec.containers, patched.spec.containers),
         (result.spec.init_containers or [], patched.spec.init_containers or []),
@@ -1292,4 +1405,5 @@ def resize_view(old: Pod, patched: Pod) -> Pod:
                 if incoming.resize_policy is None
                 else [p.model_copy() for p in incoming.resize_policy]
             )
+    _default_pod_requests(result)
     return result

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Final, Generic, TypeVar
 
 from schemas.k8s import RESOURCE_CPU, RESOURCE_MEMORY, ResourceList
+from schemas.nodeswap import SWAP_RESOURCE
 from schemas.quantity import Quantity
 
 __all__ = [
@@ -32,7 +33,6 @@ __all__ = [
     "same_capacity",
 ]
 
-SWAP_RESOURCE: Final = "swap"
 HUGEPAGES_PREFIX: Final = "hugepages-"
 _KB: Final = 1024  # /proc/meminfo's "kB" is KiB
 

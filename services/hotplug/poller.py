@@ -14,6 +14,7 @@ from pathlib import Path
 
 from inplace.core.readmodel import ReadModel
 from schemas.k8s import ResourceList
+from schemas.nodeswap import planning_capacity
 from schemas.quantity import ZERO
 from services.hotplug.capacity import InvalidResize
 from services.hotplug.config import HotplugConfig
@@ -62,7 +63,7 @@ class MachinePoller:
         if node is None:
             self._say(f"machine mode: waiting for node {self.node} to register")
             return
-        current = node.status.capacity or {}
+        current = planning_capacity(node.status)
         # Only what differs: a node without a swap entry and a machine without swap agree.
         requested = {n: q for n, q in reading.items() if current.get(n, ZERO) != q}
         if not requested:

@@ -22,6 +22,7 @@ from inplace.core.logwriter import LogWriter
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.k8s import Event, Node
+from schemas.nodeswap import planning_capacity
 from schemas.quantity import Quantity
 from services.hotplug.capacity import CapacityChange, InvalidResize, plan_resize
 
@@ -135,7 +136,7 @@ class Resizer:
                 raise NodeNotFoundError(name)
             try:
                 change = plan_resize(
-                    name, node.status.capacity or {}, node.status.allocatable or {}, requested
+                    name, planning_capacity(node.status), node.status.allocatable or {}, requested
                 )
             except InvalidResize:
                 RESIZES.labels(source, "invalid").inc()

@@ -20,6 +20,7 @@ from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import Node, ResourceRequirements
+from schemas.nodeswap import planning_capacity
 from services.kubelet.admission import NodeAllocation
 from services.kubelet.cri import RuntimeService
 from services.kubelet.nodeagent import NODE_KEY, NodeAgent
@@ -158,7 +159,7 @@ class Kubelet:
             writer=self._writer,
             causes=self.causes,
             step_timeout=self.settings.kubelet_runtime_timeout,
-            capacity=dict(node.status.capacity or {}) if node.status else None,
+            capacity=planning_capacity(node.status) if node.status else None,
             deferred_retry=(
                 self.settings.kubelet_deferred_retry_first,
                 self.settings.kubelet_deferred_retry_period,

@@ -23,6 +23,7 @@ from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.envelope import Envelope, EventPayload
 from schemas.k8s import RESOURCE_MEMORY, Container, Event, Pod, ResourceList, ResourceRequirements
+from schemas.nodeswap import planning_capacity
 from schemas.quantity import Quantity
 from schemas.resources import is_sidecar
 from services.kubelet.actuation import (
@@ -65,6 +66,7 @@ from services.kubelet.metrics import (
     RUNTIME_OP_SECONDS,
 )
 from services.kubelet.noderesize import (
+    eviction_message,
     evictions,
     node_resize_condition,
     resync_plan,
@@ -317,7 +319,7 @@ class NodeAgent:
         if node is None or node.status is None:
             return
         allocatable = dict(node.status.allocatable or {})
-        capacity = dict(node.status.capacity or {})
+        capacity = planning_capacity(node.status)
         old_capacity = self._capacity if self._capacity is not None else capacity
         if (
             allocatable == dict(self.checkpoint.allocatable)
@@ -339,10 +341,10 @@ class NodeAgent:
                 )
             )
             usage = await self._memory_usage()
+            message = eviction_message(allocatable, list(self.checkpoint.pods.values()))
             for key in evictions(allocatable, list(self.checkpoint.pods.values()), usage):
                 pod = self._live(key)
                 if pod is not None:
-                    message = "The node's allocatable shrank below what its pods request"
                     await self._write(
                         ev.PodEvicted(
                             **self._ids(pod), node_name=self.name, reason="Evicted", message=message
@@ -536,7 +538,7 @@ class NodeAgent:
         try:
             status = node.status
             return with_swap_and_oom(
-                self.name, allocated, status.capacity or {}, status.initial_capacity, linux
+                self.name, allocated, planning_capacity(status), status.initial_capacity, linux
             )
         except ValueError as exc:
             # Larger than the node after an unplug: eviction deals with the pod, not this.

@@ -14,9 +14,9 @@ node compute capacity reconfiguration"):
 3. Publish the new capacity/allocatable (done by the hotplug role) and re-evaluate Deferred
    resizes (in admission.retry_order, over `NodeAllocation.with_allocatable`).
 
-Swap capacity travels in the node's capacity list under `SWAP_RESOURCE` ("swap", bytes): it is
-the only channel NodeCapacityChanged has (Kubernetes keeps it in nodeInfo.swap.capacity). A
-node without that entry has no swap.
+Swap capacity travels in the capacity lists under `SWAP_RESOURCE` ("swap", bytes), as
+NodeCapacityChanged carries it; the Node reports it in nodeInfo.swap.capacity
+(schemas/nodeswap.py moves it between the two). A node without that entry has no swap.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from schemas.k8s import (
     PodQOSClass,
     ResourceList,
 )
+from schemas.nodeswap import SWAP_RESOURCE
 from schemas.quantity import ZERO, Quantity
 from schemas.resources import add, container_limits, container_requests, pod_requests, qos_class
 from services.kubelet.cri import LinuxContainerResources
@@ -51,6 +52,7 @@ __all__ = [
     "SWAP_RESOURCE",
     "SYSTEM_CRITICAL_PRIORITY",
     "ContainerUpdate",
+    "eviction_message",
     "evictions",
     "limited_swap",
     "node_resize_condition",
@@ -62,7 +64,6 @@ __all__ = [
     "with_swap_and_oom",
 ]
 
-SWAP_RESOURCE: Final = "swap"
 
 # pkg/kubelet/qos/policy.go.
 GUARANTEED_OOM_SCORE_ADJ: Final = -997
@@ -472,6 +473,21 @@ def _short_list(
 ) -> str:
     return ", ".join(
         f"{n} (requested {total[n]}, allocatable {allocatable.get(n, ZERO)})" for n in names
+    )
+
+
+def eviction_message(node_allocatable: Mapping[str, Quantity], pods: Iterable[Pod]) -> str:
+    """The message an evicted pod carries (status.message and its Warning Event), worded as
+    the kubelet's eviction manager words it ("The node was low on resource: memory. ..."),
+    naming each starved resource with what the pods request and the node still allocates."""
+    held = [_held(p, node_allocatable) for p in pods]
+    starved = _starved(held, node_allocatable)
+    total: ResourceList = {}
+    for item in held:
+        total = add(total, item)
+    return (
+        f"The node was low on resource: {', '.join(starved)}. "
+        f"After a node resize its pods requested {_short_list(starved, total, node_allocatable)}."
     )
 
 

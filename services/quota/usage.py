@@ -26,22 +26,16 @@ from schemas.k8s import (
     RESOURCE_PODS,
     Container,
     Pod,
-    PodSpec,
-    PodStatus,
     ResourceList,
     ResourceQuota,
-    ResourceRequirements,
 )
 from schemas.quantity import ZERO, Quantity
 from schemas.resources import (
     add,
     container_requests,
-    is_resize_infeasible,
-    is_sidecar,
     pod_limits,
-    pod_requests,
     qos_class,
-    resize_aware_requests,
+    scheduling_requests,
 )
 
 __all__ = [
@@ -101,50 +95,10 @@ _ONE: Final = Quantity.from_int(1)
 # --- effective requests and limits (KEP-1287) -----------------------------------------------------
 
 
-def _bare_pod(pod: Pod, regular: list[ResourceList], init: list[ResourceList]) -> Pod:
-    """`pod` reduced to containers requesting exactly these lists.
-
-    schemas.resources owns the aggregation (sidecars, init-container peak, overhead); handing
-    it per-container requests chosen by the KEP's rule keeps one definition of that arithmetic.
-    """
-
-    def bare(container: Container, requests: ResourceList) -> Container:
-        return Container.model_construct(
-            name=container.name,
-            restart_policy=container.restart_policy,
-            resources=ResourceRequirements.model_construct(requests=requests, limits=None),
-        )
-
-    init_containers = pod.spec.init_containers or []
-    spec = PodSpec.model_construct(
-        containers=[bare(c, r) for c, r in zip(pod.spec.containers, regular, strict=True)],
-        init_containers=[bare(c, r) for c, r in zip(init_containers, init, strict=True)] or None,
-        overhead=pod.spec.overhead,
-    )
-    return Pod.model_construct(spec=spec, status=PodStatus.model_construct())
-
-
 def effective_requests(pod: Pod) -> ResourceList:
-    """Requests quota charges for: per container max(spec, granted), granted if Infeasible."""
-    statuses = {
-        s.name: s
-        for s in [
-            *(pod.status.init_container_statuses or []),
-            *(pod.status.container_statuses or []),
-        ]
-    }
-    infeasible = is_resize_infeasible(pod)
-    regular = [
-        resize_aware_requests(c, statuses.get(c.name), infeasible) for c in pod.spec.containers
-    ]
-    # Only sidecars can be resized; a classic init container counts with its spec.
-    init = [
-        resize_aware_requests(c, statuses.get(c.name), infeasible)
-        if is_sidecar(c)
-        else container_requests(c)
-        for c in pod.spec.init_containers or []
-    ]
-    return pod_requests(_bare_pod(pod, regular, init), source="spec")
+    """Requests quota charges for: per container max(spec, granted), granted if Infeasible;
+    pod-level requests by the same rule (one definition: schemas.resources)."""
+    return scheduling_requests(pod)
 
 
 def effective_limits(pod: Pod) -> ResourceList:

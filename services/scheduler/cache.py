@@ -45,9 +45,10 @@ from schemas.resources import (
     container_requests,
     granted_requests,
     is_resize_infeasible,
-    is_sidecar,
     pod_requests,
-    resize_aware_requests,
+    resize_aware_containers,
+    scheduling_pod_level_requests,
+    scheduling_requests,
 )
 from services.scheduler.nodeaffinity import DEFAULT_PLACEMENT, NodeFacts, filter_reason
 
@@ -101,10 +102,11 @@ def amount(name: str, quantity: Quantity) -> int:
 def _with_container_requests(
     pod: Pod, regular: list[ResourceList], init: list[ResourceList]
 ) -> Pod:
-    """A bare copy of `pod` whose containers request exactly the given lists.
+    """A bare copy of `pod` whose containers request exactly the given lists (and whose
+    pod-level requests are what it holds by KEP-1287's rule).
 
-    schemas.resources owns Kubernetes' aggregation (sidecars, init-container peak, overhead);
-    feeding it per-container requests chosen here keeps one definition of that arithmetic.
+    schemas.resources owns Kubernetes' aggregation (sidecars, init-container peak, pod-level
+    requests, overhead); feeding it per-container requests chosen here keeps one definition.
     """
 
     def bare(container: Container, requests: ResourceList) -> Container:
@@ -115,53 +117,32 @@ def _with_container_requests(
         )
 
     init_containers = pod.spec.init_containers or []
+    pod_level = (
+        ResourceRequirements.model_construct(
+            requests=scheduling_pod_level_requests(pod), limits=None
+        )
+        if pod.spec.resources is not None
+        else None
+    )
     spec = PodSpec.model_construct(
         containers=[bare(c, r) for c, r in zip(pod.spec.containers, regular, strict=True)],
         init_containers=[bare(c, r) for c, r in zip(init_containers, init, strict=True)] or None,
         overhead=pod.spec.overhead,
+        resources=pod_level,
     )
     return Pod.model_construct(spec=spec, status=PodStatus.model_construct())
 
 
-def _per_container(pod: Pod) -> tuple[list[ResourceList], list[ResourceList]] | None:
-    """Each container's requests under KEP-1287's rule, or None when every container counts
-    its spec (nothing granted yet: the pods being scheduled), which needs no rebuild."""
-    statuses = {
-        s.name: s
-        for s in [
-            *(pod.status.init_container_statuses or []),
-            *(pod.status.container_statuses or []),
-        ]
-        if granted_requests(s) is not None
-    }
-    if not statuses:
-        return None
-    infeasible = is_resize_infeasible(pod)
-    regular = [
-        resize_aware_requests(c, statuses.get(c.name), infeasible) for c in pod.spec.containers
-    ]
-    # Only sidecars can be resized (KEP-1287 "Sidecars"); a classic init container runs once,
-    # with its spec.
-    init = [
-        resize_aware_requests(c, statuses.get(c.name), infeasible)
-        if is_sidecar(c)
-        else container_requests(c)
-        for c in pod.spec.init_containers or []
-    ]
-    return regular, init
-
-
-def _aggregate(
-    pod: Pod, per_container: tuple[list[ResourceList], list[ResourceList]] | None
-) -> ResourceList:
-    if per_container is None:
-        return pod_requests(pod, source="spec")
-    return pod_requests(_with_container_requests(pod, *per_container), source="spec")
+def _granted_anywhere(pod: Pod) -> bool:
+    """Has the kubelet reported anything for the pod (else every container counts its spec,
+    as for the pods being scheduled, and the fast paths apply)?"""
+    statuses = [*(pod.status.init_container_statuses or []), *(pod.status.container_statuses or [])]
+    return any(granted_requests(s) is not None for s in statuses)
 
 
 def effective_requests(pod: Pod) -> ResourceList:
-    """The pod's requests as the scheduler counts them (KEP-1287 rule, then aggregation)."""
-    return _aggregate(pod, _per_container(pod))
+    """The pod's requests as the scheduler counts them (KEP-1287, schemas.resources)."""
+    return scheduling_requests(pod)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,9 +201,13 @@ def _non_zero_requests(
 
 def pod_demand(pod: Pod) -> PodDemand:
     """Price a pod once (O(containers)); the cache stores the result, never the pod."""
-    per_container = _per_container(pod)
-    requests = _aggregate(pod, per_container)
-    non_zero = _non_zero_requests(pod, per_container)
+    if _granted_anywhere(pod):
+        per_container = resize_aware_containers(pod)
+        requests = scheduling_requests(pod, per_container)
+        non_zero = _non_zero_requests(pod, per_container)
+    else:  # nothing granted yet: the spec, and the fast paths
+        requests = pod_requests(pod, source="spec")
+        non_zero = _non_zero_requests(pod, None)
     ints = {name: amount(name, q) for name, q in requests.items()}
     others = tuple(
         sorted(

@@ -158,7 +158,7 @@ class Scheduler:
             changes.append(self.cache.remove_pod(key))
             return [c for c in changes if c is not None]
         if isinstance(payload, ev.PodEvicted):
-            # Back to Pending (KEP-3953 unplug): its old node gets the room back first.
+            # Failed on its node (KEP-3953 unplug): the node gets the room back.
             changes.append(self.cache.remove_pod(key))
         changes += self._track(key, pod, envelope, reprice=not isinstance(payload, _STATUS_ONLY))
         return [c for c in changes if c is not None]

@@ -102,6 +102,12 @@ def owned(cs: CloneSet, pods: list[Pod]) -> list[Pod]:
     ]
 
 
+def active(pods: list[Pod]) -> list[Pod]:
+    """Pods that count toward replicas (ReplicaSet's FilterActivePods): a Failed pod (evicted
+    by a hot unplug) or a Succeeded one is replaced, and left for the user (or pod GC)."""
+    return [p for p in pods if p.status.phase not in ("Succeeded", "Failed")]
+
+
 def new_pod(cs: CloneSet, template: PodTemplateSpec, revision: str) -> Pod:
     meta = template.metadata.model_copy(deep=True)
     labels = dict(meta.labels or {})
@@ -136,7 +142,7 @@ class _Reconcile:
     def __init__(self, inputs: Inputs) -> None:
         self.cs = inputs.clone_set
         self.inputs = inputs
-        self.pods = sorted(owned(self.cs, inputs.pods), key=lambda p: p.metadata.name or "")
+        self.pods = sorted(active(owned(self.cs, inputs.pods)), key=lambda p: p.metadata.name or "")
         self.strategy = self.cs.spec.update_strategy
         self.update_rev = update_revision(self.cs)
         self.history = {**inputs.history, self.update_rev: self.cs.spec.template}

@@ -14,6 +14,7 @@ from inplace.core.projection.state import ClusterState
 from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import Pod
+from schemas.nodeswap import planning_capacity
 from tests import factories
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -60,6 +61,21 @@ POD_CASES: list[tuple[str, list[ev.EventPayload], PodCheck, object]] = [
             p.status.resize,
         ),
         ("200m", 2, "Proposed"),
+    ),
+    (
+        "pod-level resources: desired in spec, allocated and actual in status",
+        [
+            CREATED,
+            ev.ResizeProposed(namespace=NS, name=NAME, uid=UID, pod_resources=WANT),
+            ev.Allocated(namespace=NS, name=NAME, uid=UID, node_name="n1", pod_resources=WANT),
+            ev.Actuated(namespace=NS, name=NAME, uid=UID, node_name="n1", pod_resources=WANT),
+        ],
+        lambda p: (
+            str(p.spec.resources.requests["cpu"]),
+            str(p.status.allocated_resources["cpu"]),
+            str(p.status.resources.requests["cpu"]),
+        ),
+        ("200m", "200m", "200m"),
     ),
     (
         "resize of an unknown container name is ignored",
@@ -170,14 +186,21 @@ POD_CASES: list[tuple[str, list[ev.EventPayload], PodCheck, object]] = [
         3,
     ),
     (
-        "evicted pod goes back to Pending without a node",
+        "evicted pod ends Failed/Evicted on its node (nodeName is immutable)",
         [
             CREATED,
             ev.PodBound(namespace=NS, name=NAME, uid=UID, node_name="n1"),
             ev.PodEvicted(namespace=NS, name=NAME, uid=UID, node_name="n1", reason="Evicted"),
         ],
-        lambda p: (p.spec.node_name, p.status.phase, p.status.reason),
-        (None, "Pending", "Evicted"),
+        lambda p: (
+            p.spec.node_name,
+            p.status.phase,
+            p.status.reason,
+            {c.type: (c.status, c.reason) for c in p.status.conditions or []}.get(
+                "DisruptionTarget"
+            ),
+        ),
+        ("n1", "Failed", "Evicted", ("True", "TerminationByKubelet")),
     ),
     (
         "resourceVersion packs offset and partition",
@@ -218,6 +241,25 @@ def test_node_keeps_initial_capacity_across_capacity_changes() -> None:
     assert {k: str(v) for k, v in status.capacity.items()} == grown
     assert str(status.initial_capacity["cpu"]) == "4"
     assert str(status.initial_capacity["memory"]) == "8Gi"
+
+
+def test_node_swap_is_reported_in_node_info_not_capacity() -> None:
+    n = factories.node("n1", cpu="4", memory="8Gi")
+    with_swap = {"cpu": "4", "memory": "8Gi", "pods": "110", "swap": "4Gi"}
+    state = _fold(
+        ev.NodeRegistered(name="n1", node=n),
+        ev.NodeCapacityChanged(
+            name="n1",
+            old_capacity=n.status.capacity,
+            new_capacity=with_swap,
+            old_allocatable=n.status.allocatable,
+            new_allocatable=with_swap,
+        ),
+    )
+    status = state.nodes["n1"].status
+    assert "swap" not in status.capacity and "swap" not in status.allocatable
+    assert status.node_info.swap.capacity == 4 * 2**30
+    assert str(planning_capacity(status)["swap"]) == "4Gi"
 
 
 def test_events_with_one_name_aggregate_their_count() -> None:

@@ -19,6 +19,8 @@ from schemas.resources import (
     LimitSource,
     RequestSource,
     add,
+    aggregate_container_limits,
+    aggregate_container_requests,
     container_limits,
     container_requests,
     fits,
@@ -27,6 +29,7 @@ from schemas.resources import (
     pod_limits,
     pod_requests,
     qos_class,
+    scheduling_requests,
     subtract,
 )
 
@@ -60,12 +63,15 @@ def pod(
     *,
     overhead: dict[str, str] | None = None,
     status: dict[str, Any] | None = None,
+    pod_level: dict[str, Any] | None = None,
 ) -> Pod:
     spec: dict[str, Any] = {"containers": containers}
     if init is not None:
         spec["initContainers"] = init
     if overhead is not None:
         spec["overhead"] = overhead
+    if pod_level is not None:
+        spec["resources"] = pod_level
     return Pod.from_k8s(
         {"metadata": {"name": "p", "namespace": "ns"}, "spec": spec, "status": status or {}}
     )
@@ -695,3 +701,90 @@ def test_helpers_accept_status_models() -> None:
         ContainerStatus(name="app", allocated_resources=rl(cpu="3")),
     ]
     assert pod_requests(copy.deepcopy(p), source="allocated") == rl(cpu="3")
+
+
+# --- pod-level resources (KEP-2837) ---------------------------------------------------------------
+
+POD_LEVEL = {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"cpu": "4", "memory": "2Gi"}}
+
+
+@pytest.mark.parametrize(
+    ("name", "p", "expected"),
+    [
+        (
+            "pod level replaces the aggregate",
+            pod([ctr("a", {"cpu": "1"})], pod_level=POD_LEVEL),
+            "Burstable",
+        ),
+        (
+            "guaranteed at pod level with best-effort containers",
+            pod(
+                [ctr("a"), ctr("b")],
+                pod_level={"requests": GUARANTEED, "limits": GUARANTEED},
+            ),
+            "Guaranteed",
+        ),
+        (
+            "cpu limit only",
+            pod([ctr("a", GUARANTEED, GUARANTEED)], pod_level={"limits": {"cpu": "1"}}),
+            "Burstable",
+        ),
+        ("empty pod level", pod([ctr("a", GUARANTEED, GUARANTEED)], pod_level={}), "BestEffort"),
+    ],
+)
+def test_qos_class_from_pod_level_resources(name: str, p: Pod, expected: str) -> None:
+    assert qos_class(p) == expected, name
+
+
+def test_pod_level_requests_and_limits_replace_the_aggregate_for_their_resources() -> None:
+    p = pod(
+        [ctr("a", {"cpu": "500m", "ephemeral-storage": "1Gi"}), ctr("b", {"cpu": "1"})],
+        overhead={"cpu": "100m"},
+        pod_level={"requests": {"cpu": "2"}, "limits": {"cpu": "4"}},
+    )
+    assert pod_requests(p) == rl(cpu="2100m", **{"ephemeral-storage": "1Gi"})
+    assert pod_limits(p) == rl(cpu="4100m")
+
+
+def _pod_level_resizing(allocated: str | None, actual: str | None, resize: str | None) -> Pod:
+    status: dict[str, Any] = {"phase": "Running", "containerStatuses": [cstatus("app")]}
+    if allocated is not None:
+        status["allocatedResources"] = {"cpu": allocated}
+    if actual is not None:
+        status["resources"] = {"requests": {"cpu": actual}, "limits": {"cpu": actual}}
+    if resize is not None:
+        status["resize"] = resize
+    return pod([ctr("app")], status=status, pod_level={"requests": {"cpu": "3"}})
+
+
+@pytest.mark.parametrize(
+    ("allocated", "actual", "resize", "by_source", "scheduling"),
+    [
+        (None, None, None, {"spec": "3", "allocated": "3", "actual": "3", "max": "3"}, "3"),
+        ("1", "1", "Proposed", {"spec": "3", "allocated": "1", "actual": "1", "max": "3"}, "3"),
+        ("5", "1", "InProgress", {"spec": "3", "allocated": "5", "actual": "1", "max": "5"}, "5"),
+        ("1", "2", "Infeasible", {"spec": "3", "allocated": "1", "actual": "2", "max": "1"}, "2"),
+    ],
+)
+def test_pod_level_requests_by_source_and_for_scheduling(
+    allocated: str | None,
+    actual: str | None,
+    resize: str | None,
+    by_source: dict[str, str],
+    scheduling: str,
+) -> None:
+    p = _pod_level_resizing(allocated, actual, resize)
+    for source, cpu in by_source.items():
+        assert pod_requests(p, source=source) == rl(cpu=cpu), source  # type: ignore[arg-type]
+    assert scheduling_requests(p) == rl(cpu=scheduling)
+
+
+def test_aggregate_container_requests_ignore_pod_level_and_overhead() -> None:
+    p = pod(
+        [ctr("a", {"cpu": "1"}, {"cpu": "2"}), ctr("b", {"cpu": "1"})],
+        [ctr("init", {"cpu": "3"})],
+        overhead={"cpu": "1"},
+        pod_level={"requests": {"cpu": "5"}},
+    )
+    assert aggregate_container_requests(p) == rl(cpu="3")
+    assert aggregate_container_limits(p) == rl(cpu="2")

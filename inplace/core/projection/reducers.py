@@ -35,6 +35,7 @@ from schemas.k8s import (
     ResourceQuota,
     ResourceQuotaStatus,
 )
+from schemas.nodeswap import place_swap
 
 # Partitions per topic are far below this, so the pair (offset, partition) packs into one
 # integer that is unique per topic and grows with the offset: it is the resourceVersion, and
@@ -174,6 +175,8 @@ def reduce_pod(
                     by_name[change.name].resources = _take(change.resources, adopt)
                     if change.resize_policy is not None:
                         by_name[change.name].resize_policy = list(change.resize_policy)
+        if payload.pod_resources is not None:
+            pod.spec.resources = _take(payload.pod_resources, adopt)
         pod.metadata.generation = (pod.metadata.generation or 1) + 1
         if payload.managed_fields is not None:
             pod.metadata.managed_fields = list(payload.managed_fields)
@@ -194,11 +197,15 @@ def reduce_pod(
             for alloc in allocs:
                 cs = _container_status(pod, alloc.name, init=init)
                 cs.allocated_resources = dict(alloc.resources.requests or {})
+        if payload.pod_resources is not None:
+            status.allocated_resources = dict(payload.pod_resources.requests or {})
     elif isinstance(payload, ev.Actuated):
         for actuals, init in ((payload.containers, False), (payload.init_containers, True)):
             for actual in actuals:
                 cs = _container_status(pod, actual.name, init=init)
                 cs.resources = _take(actual.resources, adopt)
+        if payload.pod_resources is not None:
+            status.resources = _take(payload.pod_resources, adopt)
     elif isinstance(payload, ev.PodBound):
         pod.spec.node_name = payload.node_name
         _set_condition(status, "PodScheduled", "True", when)
@@ -238,17 +245,7 @@ def reduce_pod(
         )
         cs.state = ContainerState(running=ContainerStateRunning(started_at=when))
     elif isinstance(payload, ev.PodEvicted):
-        # Evicted pods go back to Pending for the scheduler (KEP-3953 hot unplug flow).
-        pod.spec.node_name = None
-        status.phase = "Pending"
-        status.reason = payload.reason
-        status.message = payload.message
-        status.container_statuses = None
-        status.init_container_statuses = None
-        status.resize = None
-        status.start_time = None
-        status.conditions = None
-        _set_condition(status, "PodScheduled", "False", when, payload.reason, payload.message)
+        _evicted(pod, payload, when)
     if isinstance(payload, _KUBELET_EVENTS):
         # 1.34+: the generation of the spec the kubelet acted on (a resize bumps it).
         status.observed_generation = pod.metadata.generation
@@ -263,6 +260,38 @@ _KUBELET_EVENTS = (
     ev.PodPhaseChanged,
     ev.ContainerRestarted,
 )
+
+
+def _evicted(pod: Pod, payload: ev.PodEvicted, when: datetime) -> None:
+    """Evicted as Kubernetes evicts (KEP-3953 hot unplug): the pod ends Failed with the reason
+    and message, keeps its nodeName (immutable once bound), its containers terminated (137,
+    killed) and a DisruptionTarget condition (1.26+); its owner makes a replacement."""
+    status = pod.status
+    status.phase = "Failed"
+    status.reason = payload.reason
+    status.message = payload.message
+    status.resize = None
+    for cs in [*(status.init_container_statuses or []), *(status.container_statuses or [])]:
+        started = cs.state.running.started_at if cs.state.running else None
+        if started is not None or cs.state.terminated is None:
+            cs.state = ContainerState(
+                terminated=ContainerStateTerminated(
+                    exit_code=137,
+                    reason="Error",
+                    started_at=started,
+                    finished_at=when,
+                    container_id=cs.container_id,
+                )
+            )
+        cs.ready = False
+        cs.started = False
+    _set_condition(
+        status, "DisruptionTarget", "True", when, "TerminationByKubelet", payload.message
+    )
+    _set_condition(status, "ContainersReady", "False", when, "PodFailed")
+    _set_condition(status, "Ready", "False", when, "PodFailed")
+    _set_condition(status, "PodResizePending", None, when)
+    _set_condition(status, "PodResizeInProgress", None, when)
 
 
 def _started(pod: Pod, payload: ev.PodPhaseChanged, when: datetime) -> None:
@@ -293,16 +322,17 @@ def reduce_node(
     if isinstance(payload, ev.NodeRegistered):
         new = _take(payload.node, adopt)
         new.metadata.creation_timestamp = new.metadata.creation_timestamp or env.time
-        if new.status is not None and new.status.initial_capacity is None:
-            # KEP-3953: initialCapacity is fixed at registration, never moved by a resize.
-            new.status.initial_capacity = dict(new.status.capacity or {})
+        if new.status is not None:
+            place_swap(new.status, new.status.capacity or {}, new.status.allocatable or {})
+            if new.status.initial_capacity is None:
+                # KEP-3953: initialCapacity is fixed at registration, never moved by a resize.
+                new.status.initial_capacity = dict(new.status.capacity or {})
         _stamp_rv(new, resource_version(position))
         return new
     if node is None or isinstance(payload, ev.NodeDeleted):
         return None
     if isinstance(payload, ev.NodeCapacityChanged) and node.status is not None:
-        node.status.capacity = dict(payload.new_capacity)
-        node.status.allocatable = dict(payload.new_allocatable)
+        place_swap(node.status, payload.new_capacity, payload.new_allocatable)
     elif isinstance(payload, ev.NodeConditionChanged) and node.status is not None:
         conditions = [c for c in node.status.conditions or [] if c.type != payload.condition.type]
         conditions.append(_take(payload.condition, adopt))

@@ -5,8 +5,9 @@ back with the official Kubernetes client and from the CRI calls the runtime reco
 - the KEP's swap flow (6G memory / 4G swap → 8G): 1.33G, then 1G through UpdateContainerResources;
 - the KEP's e2e scenarios upsize→downsize, upsize→downsize→upsize (the KEP's memory flow
   10G → 15G → 5G → 15G) and downsize→upsize: capacity, allocatable and initialCapacity after
-  each step, evictions by QoS then usage over request, ResourceStarvation, and Pending pods
-  scheduled by the upsize itself (their PodBound is caused by the NodeCapacityChanged).
+  each step, evictions by QoS then usage over request (evicted pods end Failed/Evicted on the
+  node, as Kubernetes evicts), ResourceStarvation, and Pending pods scheduled by the upsize
+  itself (their PodBound is caused by the NodeCapacityChanged).
 """
 
 from __future__ import annotations
@@ -47,12 +48,15 @@ class Cluster:
 
     # -- nodes ----------------------------------------------------------------------------------
 
-    async def create_node(self, capacity: dict[str, str]) -> None:
-        """A simulated node (allocatable = capacity) that the in-process kubelet adopts."""
-        body = {
-            "metadata": {"name": NODE, "annotations": {SIMULATED: "true"}},
-            "status": {"capacity": capacity, "allocatable": dict(capacity)},
-        }
+    async def create_node(self, capacity: dict[str, str], swap: int | None = None) -> None:
+        """A simulated node (allocatable = capacity, swap in nodeInfo as Kubernetes reports
+        it) that the in-process kubelet adopts."""
+        status: dict[str, Any] = {"capacity": capacity, "allocatable": dict(capacity)}
+        if swap is not None:
+            # The client wants every NodeSystemInfo string (Go serializes them all).
+            info = dict.fromkeys(NODE_INFO_STRINGS, "")
+            status["nodeInfo"] = {**info, "swap": {"capacity": swap}}
+        body = {"metadata": {"name": NODE, "annotations": {SIMULATED: "true"}}, "status": status}
         await call(self.v1.create_node, body)
         await until(lambda: NODE in self.kubelet.agents, bool, "kubelet adopts the node")
 
@@ -106,15 +110,23 @@ class Cluster:
     def pods(self) -> dict[str, Any]:
         return {p.metadata.name: p for p in self.v1.list_namespaced_pod(NS).items}
 
-    async def settled(self, running: frozenset[str], pending: frozenset[str]) -> dict[str, Any]:
-        """Wait until `running` run on the node and `pending` wait as Unschedulable."""
+    async def settled(
+        self, running: frozenset[str], pending: frozenset[str], failed: frozenset[str] = frozenset()
+    ) -> dict[str, Any]:
+        """Wait until `running` run on the node, `pending` wait as Unschedulable and `failed`
+        were evicted (Failed/Evicted, still on the node)."""
+
+        def state(pod: Any) -> bool:
+            name = pod.metadata.name
+            if name in running:
+                return _running(pod)
+            return _evicted(pod) if name in failed else _unschedulable(pod)
 
         def ok(pods: dict[str, Any]) -> bool:
-            return set(pods) == running | pending and all(
-                _running(pods[n]) if n in running else _unschedulable(pods[n]) for n in pods
-            )
+            return set(pods) == running | pending | failed and all(map(state, pods.values()))
 
-        return await until(self.pods, ok, f"running {sorted(running)}, pending {sorted(pending)}")  # type: ignore[no-any-return]
+        wanted = f"running {sorted(running)}, pending {sorted(pending)}, failed {sorted(failed)}"
+        return await until(self.pods, ok, wanted)  # type: ignore[no-any-return]
 
     def evicted_since(self, mark: int) -> list[str]:
         """Pods whose sandbox the kubelet stopped after journal position `mark`, in order."""
@@ -129,8 +141,26 @@ class Cluster:
         ]
 
 
+NODE_INFO_STRINGS = (
+    "architecture",
+    "bootID",
+    "containerRuntimeVersion",
+    "kernelVersion",
+    "kubeProxyVersion",
+    "kubeletVersion",
+    "machineID",
+    "operatingSystem",
+    "osImage",
+    "systemUUID",
+)
+
+
 def _running(pod: Any) -> bool:
     return pod.status.phase == "Running" and pod.spec.node_name == NODE
+
+
+def _evicted(pod: Any) -> bool:
+    return (pod.status.phase, pod.status.reason, pod.spec.node_name) == ("Failed", "Evicted", NODE)
 
 
 def _unschedulable(pod: Any) -> bool:
@@ -168,7 +198,7 @@ async def test_kep_swap_flow_6g_to_8g_resyncs_the_swap_limit(
     cluster: Cluster, settings: Settings
 ) -> None:
     # "Flow Control for updating swap limit for containers": 6G memory, 4G swap, a 2G request.
-    await cluster.create_node({"cpu": "4", "memory": "6G", "swap": "4G", "pods": "110"})
+    await cluster.create_node({"cpu": "4", "memory": "6G", "pods": "110"}, swap=4 * G)
     await cluster.create_pod("container1", {"memory": "2G"}, {"memory": "3G"})  # Burstable
     await cluster.settled(frozenset({"container1"}), frozenset())
     cid = cluster.container_id("container1")
@@ -200,7 +230,9 @@ async def test_kep_swap_flow_6g_to_8g_resyncs_the_swap_limit(
     assert linux.memory_swap_limit_in_bytes == 3 * G + 1 * G  # memsw = limit + swap
 
     status = await call(cluster.node_status)
-    assert (status["capacity"]["memory"], status["capacity"]["swap"]) == ("8G", "4G")
+    # Swap as Kubernetes 1.32+ reports it: nodeInfo.swap.capacity (bytes), not a capacity entry.
+    assert status["capacity"]["memory"] == "8G" and "swap" not in status["capacity"]
+    assert status["nodeInfo"]["swap"] == {"capacity": 4 * G}
     assert status["allocatable"]["memory"] == "8G"
     assert status["initialCapacity"]["memory"] == "6G"
 
@@ -240,16 +272,16 @@ WORKLOAD: dict[str, tuple[dict[str, str], dict[str, str], int]] = {
 }
 WAITING = "waiting"
 EVERYONE = frozenset([*WORKLOAD, WAITING])
-# After an unplug to 5G only guaranteed-big (4.5G) is left, and BestEffort (no requests), which
-# the scheduler puts straight back; every other evicted pod waits for room.
-UNPLUGGED = frozenset({"guaranteed-big", "best-effort"})
+# After an unplug to 5G only guaranteed-big (4.5G) is left; evicted pods stay Failed (bare pods:
+# no owner replaces them), a pod that never ran keeps waiting for room.
+UNPLUGGED = frozenset({"guaranteed-big"})
 
 
 @dataclass(frozen=True)
 class Step:
     memory: str
     evicted: tuple[str, ...]  # in eviction order
-    running: frozenset[str]  # the rest of EVERYONE is Pending (Unschedulable)
+    running: frozenset[str]  # the rest of EVERYONE is Failed (evicted) or Pending
 
 
 UP = Step("15G", (), EVERYONE)
@@ -270,11 +302,11 @@ SCENARIOS = {
             ("best-effort", "burstable-hi", "burstable-lo", "guaranteed-small", WAITING),
             UNPLUGGED,
         ),
-        UP,
+        Step("15G", (), UNPLUGGED),  # the evicted stay Failed: nothing comes back
     ],
     "downsize-upsize": [
         Step("5G", ("best-effort", "burstable-hi", "burstable-lo", "guaranteed-small"), UNPLUGGED),
-        UP,
+        Step("15G", (), UNPLUGGED | {WAITING}),  # the pod that waited is placed by the upsize
     ],
 }
 
@@ -296,11 +328,13 @@ async def test_kep_e2e_scenario(cluster: Cluster, steps: list[Step]) -> None:
     requests_before = _metric("node_resize_resync_request_total")
     errors_before = _metric("node_resize_resync_errors_total")
     pending = EVERYONE - frozenset(WORKLOAD)
+    failed: frozenset[str] = frozenset()
     for number, step in enumerate(steps, 1):
         mark = len(cluster.runtime.calls)
         node_records = len(await read_log(cluster.settings, ev.NODES))
         change = await cluster.resize(memory=step.memory)
-        await cluster.settled(step.running, EVERYONE - step.running)
+        failed |= frozenset(step.evicted)
+        await cluster.settled(step.running, EVERYONE - step.running - failed, failed)
         resyncs = requests_before + number
         await until(
             lambda: _metric("node_resize_resync_request_total"),
@@ -332,7 +366,7 @@ async def test_kep_e2e_scenario(cluster: Cluster, steps: list[Step]) -> None:
         for name in pending & step.running:
             bound = await cluster.last_bound(name)
             assert bound.causation_id == change.id, name
-        pending = EVERYONE - step.running
+        pending = EVERYONE - step.running - failed
 
     assert _metric("node_resize_resync_errors_total") == errors_before
     resized = await until(

@@ -1,5 +1,5 @@
 """KEP-3953 in the kubelet: a Deferred resize completes after a hotplug upsize without user
-action; a hot unplug evicts pods (back to Pending) until the rest fit, with the
+action; a hot unplug evicts pods (Failed/Evicted on the node) until the rest fit, with the
 ResourceStarvation condition; a runtime failure during the resync is a NodeResizeFailed with
 the error metric, and the retry succeeds."""
 
@@ -105,7 +105,8 @@ async def test_upsize_completes_a_deferred_resize_and_unplug_evicts(
         runtime.fail_next("update_container_resources", times=1)
         await _resize_node(settings, "4", "8")  # unplug: 2 + 3 no longer fit in 4
         evicted = await _until(v1, "a", lambda p: p.status.reason == "Evicted")
-        assert evicted.spec.node_name is None and evicted.status.phase == "Pending"
+        assert evicted.spec.node_name == "node-0" and evicted.status.phase == "Failed"
+        assert evicted.status.message.startswith("The node was low on resource: cpu.")
         kept = await asyncio.to_thread(v1.read_namespaced_pod, "b", "default")
         assert kept.status.phase == "Running" and kept.spec.node_name == "node-0"
         for _ in range(200):

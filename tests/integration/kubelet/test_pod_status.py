@@ -165,6 +165,29 @@ async def test_resize_events_as_the_kubelet_emits_them(
         )
         assert any(t == "Warning" and r == "ResizeInfeasible" for t, r, _ in seen)
 
+        # Repeated events aggregate on one Event (count, firstTimestamp kept, lastTimestamp
+        # and message from the latest), like the kubelet's event correlator.
+        assert (
+            await http.patch(f"{base}/a/resize", json=cpu("300m"), headers=SMP)
+        ).status_code == 200
+
+        async def started() -> dict[str, Any] | None:
+            items = (await http.get(events_url)).json()["items"]
+            return next(
+                (
+                    e
+                    for e in items
+                    if e["involvedObject"]["name"] == "a"
+                    and e["reason"] == "ResizeStarted"
+                    and e["count"] == 2
+                ),
+                None,
+            )
+
+        again = await until(started, lambda e: e is not None, "ResizeStarted twice")
+        assert again["message"] == "Pod resize started (generation 4)"
+        assert again["firstTimestamp"] <= again["lastTimestamp"]
+
         assert (
             await http.patch(f"{base}/b/resize", json=cpu("3900m"), headers=SMP)
         ).status_code == 200

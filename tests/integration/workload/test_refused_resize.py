@@ -1,23 +1,48 @@
 """The apiserver refuses a pod's resize (422: the template change would alter the pods' QoS
-class): the controller does not crash-loop; the revision fails like an Infeasible one, with
-the pod and the apiserver's message in the condition and a Warning event; Report stops,
-Rollback returns; a restart does not send the refused request again."""
+class; 403: a ResourceQuota would be exceeded): the controller does not crash-loop; the
+revision fails like an Infeasible one, with the pod and the apiserver's message in the
+condition and a Warning event; Report stops, Rollback returns; a restart does not send the
+refused request again."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from inplace.core.settings import Settings
 from schemas import events as ev
+from tests.integration.conftest import RoleProcess
 from tests.integration.workload.conftest import (
     Cluster,
     clone_set,
     cpu_of,
+    cpu_patch,
     eventually,
     read_log,
     running,
 )
+
+
+@pytest.fixture
+async def apiserver(settings: Settings, tmp_path: Path) -> AsyncIterator[RoleProcess]:
+    """The cluster's apiserver with ResourceQuota admission (the quota process) on."""
+    quota = RoleProcess("quota", settings, tmp_path / "quota.log")
+    quota.start()
+    await quota.ready()
+    proc = RoleProcess(
+        "apiserver", settings, tmp_path / "apiserver.log", INPLACE_QUOTA_URL=quota.url
+    )
+    proc.start()
+    try:
+        await proc.ready()
+        yield proc
+    finally:
+        proc.stop()
+        quota.stop()
+
 
 FAILED = "VerticalUpdateFailed"
 QOS_MESSAGE = "Pod QOS Class may not change as a result of resizing"
@@ -81,3 +106,35 @@ async def test_a_refused_resize_fails_the_revision_without_crashing(
     log = await read_log(cluster.settings, ev.PODS)
     assert not any(isinstance(e.payload, ev.ResizeProposed) for e in log), "never proposed"
     assert len(log) >= before
+
+
+async def test_a_resize_over_quota_403_fails_the_revision_without_crashing(
+    cluster: Cluster,
+) -> None:
+    quota = {"metadata": {"name": "cpu-cap"}, "spec": {"hard": {"requests.cpu": "250m"}}}
+    await cluster.call(cluster.core.create_namespaced_resource_quota, "default", quota)
+    await cluster.create(clone_set("capped", 2, "100m", maxConcurrentResizes=1))
+
+    async def up() -> list[Any] | None:
+        pods = await cluster.pods("capped")
+        return pods if running(pods, 2) else None
+
+    pods = await eventually(up)
+    await cluster.patch("capped", cpu_patch("200m"))  # 200m + 100m > 250m: the first is refused
+
+    async def failed() -> dict[str, Any] | None:
+        cs = await cluster.get("capped")
+        c = condition(cs)
+        return cs if c and c["status"] == "True" and c["reason"] == "Infeasible" else None
+
+    cs = await eventually(failed)
+    assert "exceeded quota: cpu-cap" in condition(cs)["message"]  # type: ignore[index]
+    events = await cluster.call(cluster.core.list_namespaced_event, "default")
+    warnings = [
+        e for e in events.items if e.type == "Warning" and "exceeded quota" in (e.message or "")
+    ]
+    assert warnings and any(p.metadata.name in warnings[0].message for p in pods)
+    assert cluster.controller.alive() and await cluster.controller.healthz() == 200
+    now = await cluster.pods("capped")
+    assert {p.metadata.uid for p in now} == {p.metadata.uid for p in pods}
+    assert all(cpu_of(p) == "100m" for p in now), "nothing was resized"

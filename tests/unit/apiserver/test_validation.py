@@ -1467,3 +1467,112 @@ def test_validators_answer_with_field_errors_for_any_pod(
     ]
     assert all(isinstance(e, FieldError) and e.error() for e in found)
     json.dumps(invalid_status("Pod", stored.metadata.name or "", found).to_k8s()).encode()
+
+
+# --- pod-level resources (KEP-2837; resize: 1.35 alpha InPlacePodLevelResourcesVerticalScaling) --
+
+POD_LEVEL = {"requests": {"cpu": "2", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "1Gi"}}
+PR = "spec.resources"
+
+POD_LEVEL_CREATE_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("valid", POD_LEVEL, []),
+    (
+        "unsupported resource",
+        {"requests": {"ephemeral-storage": "1Gi"}},
+        [
+            f'{PR}.requests[ephemeral-storage]: Unsupported value: "ephemeral-storage": '
+            'supported values: "cpu", "hugepages-", "memory"'
+        ],
+    ),
+    (
+        "below the containers' aggregate",
+        {"requests": {"cpu": "700m"}},
+        [
+            f'{PR}.requests[cpu]: Invalid value: "700m": must be greater than or equal to '
+            "aggregate container requests of 1"
+        ],
+    ),
+    (
+        "a container limit above the pod's",
+        {"limits": {"cpu": "400m", "memory": "2Gi"}},
+        [
+            f'{PR}.containers[0][cpu].limits: Invalid value: "500m": must be less than or '
+            "equal to pod limits of 400m",
+            f'{PR}.containers[1][cpu].limits: Invalid value: "500m": must be less than or '
+            "equal to pod limits of 400m",
+            # defaulted request = aggregate (1): above the 400m limit
+            f'{PR}.requests: Invalid value: "1": must be less than or equal to cpu limit of 400m',
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("resources", "expected"),
+    [c[1:] for c in POD_LEVEL_CREATE_CASES],
+    ids=[c[0] for c in POD_LEVEL_CREATE_CASES],
+)
+def test_pod_level_resources_validation(resources: dict[str, Any], expected: list[str]) -> None:
+    pod = make(ctr("c1"), ctr("c2"), resources=resources)
+    assert sorted(texts(validate_pod_create(pod))) == sorted(expected)
+
+
+def test_pod_level_requests_default_from_containers_then_limits() -> None:
+    pod = make(ctr("c1"), ctr("c2"), resources={"limits": {"cpu": "4", "memory": "2Gi"}})
+    assert pod.spec.resources is not None
+    assert {k: str(v) for k, v in (pod.spec.resources.requests or {}).items()} == {
+        "cpu": "1",  # the containers' aggregate (2 x 500m)
+        "memory": "512Mi",
+    }
+    assert pod.status.qos_class == "Burstable"
+    only_limits = make(ctr("c1", cpu=None, memory=None), resources={"limits": {"cpu": "1"}})
+    assert only_limits.spec.resources is not None
+    assert {k: str(v) for k, v in (only_limits.spec.resources.requests or {}).items()} == {
+        "cpu": "1"
+    }
+
+
+def _pod_level_resize(patch: dict[str, Any], resources: dict[str, Any] | None = POD_LEVEL):
+    base = make(ctr("c1"), ctr("c2"), resources=resources)
+    return _resize(base, patch)
+
+
+POD_LEVEL_RESIZE_CASES: list[tuple[str, Callable[[], tuple[Pod, Pod]], list[str]]] = [
+    (
+        "cpu and memory up at pod level",
+        lambda: _pod_level_resize(
+            {"spec": {"resources": {"requests": {"cpu": "3"}, "limits": {"cpu": "3"}}}}
+        ),
+        [],
+    ),
+    (
+        "QoS class may not change",
+        lambda: _pod_level_resize({"spec": {"resources": {"limits": {"cpu": "3"}}}}),
+        [f'spec: Invalid value: "Guaranteed": {QOS_CHANGE}'],
+    ),
+    (
+        "cannot be added by a resize",
+        lambda: _pod_level_resize({"spec": {"resources": POD_LEVEL}}, None),
+        [f"{PR}: Forbidden: pod-level resources cannot be added by a resize"],
+    ),
+    (
+        "below the containers' aggregate",
+        lambda: _pod_level_resize(
+            {"spec": {"resources": {"requests": {"cpu": "900m"}, "limits": {"cpu": "900m"}}}}
+        ),
+        [
+            f'{PR}.requests[cpu]: Invalid value: "900m": must be greater than or equal to '
+            "aggregate container requests of 1"
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"),
+    [c[1:] for c in POD_LEVEL_RESIZE_CASES],
+    ids=[c[0] for c in POD_LEVEL_RESIZE_CASES],
+)
+def test_pod_level_resize(build: Callable[[], tuple[Pod, Pod]], expected: list[str]) -> None:
+    old, new = build()
+    assert texts(validate_pod_resize(old, new)) == expected

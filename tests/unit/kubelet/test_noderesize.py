@@ -19,6 +19,7 @@ from services.kubelet.noderesize import (
     FAILED_NODE_RESIZE,
     RESOURCE_STARVATION,
     ContainerUpdate,
+    eviction_message,
     evictions,
     limited_swap,
     node_resize_condition,
@@ -417,6 +418,28 @@ def test_starvation_condition_true_then_false() -> None:
     assert starved.last_transition_time == now
     fine = starvation_condition(q({"cpu": "4", "memory": "6G"}), pods)
     assert (fine.status, fine.reason) == ("False", "KubeletHasSufficientResources")
+
+
+@pytest.mark.parametrize(
+    ("allocatable", "expected"),
+    [
+        (
+            {"cpu": "4", "memory": "5G"},
+            "The node was low on resource: memory. After a node resize its pods requested "
+            "memory (requested 6G, allocatable 5G).",
+        ),
+        (
+            {"cpu": "1", "memory": "5G"},
+            "The node was low on resource: cpu, memory. After a node resize its pods requested "
+            "cpu (requested 2, allocatable 1), memory (requested 6G, allocatable 5G).",
+        ),
+    ],
+)
+def test_eviction_message_names_each_starved_resource(
+    allocatable: dict[str, str], expected: str
+) -> None:
+    pods = [guaranteed("g", "2G", cpu="1"), burstable("b", "4G", cpu="1")]
+    assert eviction_message(q(allocatable), pods) == expected
 
 
 def test_node_resize_condition() -> None:

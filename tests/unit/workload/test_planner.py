@@ -113,6 +113,16 @@ def test_creates_missing_pods_at_the_update_revision() -> None:
     assert plan.status.update_revision == plan.status.current_revision == update_revision(cs)
 
 
+@pytest.mark.parametrize("phase", ["Failed", "Succeeded"])
+def test_a_terminal_pod_is_replaced_and_left_in_place(phase: str) -> None:
+    cs = make_set()
+    pods = running_pods(cs)
+    pods[1].status.phase = phase  # e.g. evicted by a hot unplug: Failed/Evicted
+    plan = reconcile(Inputs(clone_set=cs, pods=pods, history={}, now=NOW))
+    assert kinds(plan.actions) == [("CreatePod", "")]
+    assert plan.status.replicas == 3
+
+
 @pytest.mark.parametrize(
     ("name", "strategy", "expected"),
     [
