@@ -39,6 +39,7 @@ from schemas.quantity import ZERO, Quantity
 from schemas.resources import add, is_sidecar, pod_requests, qos_class, subtract
 
 __all__ = [
+    "POD_LEVEL",
     "RESIZABLE_RESOURCES",
     "Accept",
     "Admit",
@@ -65,6 +66,10 @@ MemoryManagerPolicy = Literal["None", "Static"]
 
 # KEP-1287 Non-Goals: only cpu and memory can be resized.
 RESIZABLE_RESOURCES: Final = frozenset({RESOURCE_CPU, RESOURCE_MEMORY})
+# Pod-level resources (spec.resources) ride in the per-container maps under a key no container
+# can have (container names are DNS labels), so a resize of both is one allocation, decided,
+# checkpointed and actuated whole.
+POD_LEVEL: Final = "[pod]"
 
 # The order in which the scheduler's fit check (and so the kubelet's) reports a shortage.
 _CHECK_ORDER: Final = (RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE)
@@ -270,12 +275,17 @@ def _all_containers(pod: Pod) -> Iterable[Container]:
 
 
 def allocated_resources(pod: Pod) -> dict[str, ResourceRequirements]:
-    """Per container name (init containers included), the resources in the pod's spec."""
-    return {c.name: c.resources for c in _all_containers(pod)}
+    """Per container name (init containers included), the resources in the pod's spec; the
+    pod-level resources under POD_LEVEL when it has them."""
+    resources = {c.name: c.resources for c in _all_containers(pod)}
+    if pod.spec.resources is not None:
+        resources[POD_LEVEL] = pod.spec.resources
+    return resources
 
 
 def with_resources(pod: Pod, resources: Mapping[str, ResourceRequirements]) -> Pod:
-    """A copy of `pod` whose named containers (regular or init) carry `resources`."""
+    """A copy of `pod` whose named containers (regular or init) carry `resources`, and whose
+    pod-level resources are `resources[POD_LEVEL]` when given."""
 
     def swap(containers: list[Container]) -> list[Container]:
         return [
@@ -283,14 +293,15 @@ def with_resources(pod: Pod, resources: Mapping[str, ResourceRequirements]) -> P
             for c in containers
         ]
 
-    spec = pod.spec.model_copy(
-        update={
-            "containers": swap(pod.spec.containers),
-            "init_containers": (
-                swap(pod.spec.init_containers) if pod.spec.init_containers is not None else None
-            ),
-        }
-    )
+    update: dict[str, object] = {
+        "containers": swap(pod.spec.containers),
+        "init_containers": (
+            swap(pod.spec.init_containers) if pod.spec.init_containers is not None else None
+        ),
+    }
+    if POD_LEVEL in resources:
+        update["resources"] = resources[POD_LEVEL]
+    spec = pod.spec.model_copy(update=update)
     return pod.model_copy(update={"spec": spec})
 
 
@@ -412,6 +423,11 @@ def _invalid_resize(pod: Pod, changes: Mapping[str, set[str]]) -> str | None:
     init = {c.name: c for c in pod.spec.init_containers or []}
     regular = {c.name for c in pod.spec.containers}
     for name, resources in sorted(changes.items()):
+        if name == POD_LEVEL:
+            other = sorted(resources - RESIZABLE_RESOURCES)
+            if other:
+                return f"only cpu and memory can be resized, not {', '.join(other)} of the pod"
+            continue
         if name not in regular and name not in init:
             return f"container {name!r} is not part of the pod"
         if name in init and not is_sidecar(init[name]):

@@ -195,6 +195,11 @@ def container_resources(
 
 
 def _all_containers_limit(pod: Pod, name: str) -> bool:
+    """Is the pod bounded in `name`: by a pod-level limit (KEP-2837), else by every
+    container declaring one."""
+    pod_level = pod.spec.resources.limits if pod.spec.resources is not None else None
+    if pod_level and name in pod_level and not pod_level[name].is_zero():
+        return True
     containers = [*pod.spec.containers, *(pod.spec.init_containers or [])]
     return all(
         name in (c.resources.limits or {}) and not (c.resources.limits or {})[name].is_zero()
@@ -211,7 +216,8 @@ def pod_resources(
     UpdatePodFromAllocation) with source="spec" for the target of a resize; source="actual"
     uses `status...resources`. Guaranteed: shares, quota and memory; Burstable: shares, plus
     quota / memory only when every container declares that limit (one unbounded container
-    leaves the whole pod unbounded); BestEffort: the minimum shares only.
+    leaves the whole pod unbounded); BestEffort: the minimum shares only. Pod-level
+    resources (spec.resources) set the values they name, and a pod-level limit bounds the pod.
     """
     requests = pod_requests(pod, source="spec" if source == "spec" else "actual")
     limits = pod_limits(pod, source=source)

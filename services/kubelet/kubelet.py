@@ -21,7 +21,7 @@ from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import Node, ResourceRequirements
 from schemas.nodeswap import planning_capacity
-from services.kubelet.admission import NodeAllocation
+from services.kubelet.admission import POD_LEVEL, NodeAllocation
 from services.kubelet.cri import RuntimeService
 from services.kubelet.nodeagent import NODE_KEY, NodeAgent
 from services.kubelet.nodes import node_names, node_object
@@ -80,9 +80,12 @@ class Kubelet:
         if isinstance(payload, ev.PodEvent):
             key = f"{payload.namespace}/{payload.name}"
             if isinstance(payload, ev.Allocated):
-                self.allocations[key] = {
+                allocation = {
                     c.name: c.resources for c in [*payload.init_containers, *payload.containers]
                 }
+                if payload.pod_resources is not None:
+                    allocation[POD_LEVEL] = payload.pod_resources
+                self.allocations[key] = allocation
             elif isinstance(payload, ev.PodDeleted | ev.PodEvicted):
                 self.allocations.pop(key, None)
             if record.envelope.producer != ROLE:

@@ -35,6 +35,7 @@ from services.kubelet.actuation import (
     retry_delay,
 )
 from services.kubelet.admission import (
+    POD_LEVEL,
     Accept,
     Deferred,
     Infeasible,
@@ -100,7 +101,12 @@ def resizable(pod: Pod) -> list[Container]:
 
 
 def resources_of(pod: Pod) -> Resources:
-    return {c.name: c.resources for c in resizable(pod)}
+    """What the kubelet allocates and actuates: each resizable container's resources, and
+    the pod-level resources under POD_LEVEL when the pod has them."""
+    resources = {c.name: c.resources for c in resizable(pod)}
+    if pod.spec.resources is not None:
+        resources[POD_LEVEL] = pod.spec.resources
+    return resources
 
 
 def _cpu_memory(r: ResourceRequirements | None) -> tuple[object, ...]:
@@ -127,9 +133,12 @@ def actual_of(pod: Pod) -> dict[str, ResourceRequirements | None]:
             *(pod.status.container_statuses or []),
         ]
     }
-    return {
+    actual = {
         c.name: statuses[c.name].resources if c.name in statuses else None for c in resizable(pod)
     }
+    if pod.spec.resources is not None:
+        actual[POD_LEVEL] = pod.status.resources
+    return actual
 
 
 class NodeAgent:
@@ -489,6 +498,7 @@ class NodeAgent:
                 init_containers=_allocations(
                     [c for c in admitted.spec.init_containers or [] if is_sidecar(c)]
                 ),
+                pod_resources=admitted.spec.resources,
             ),
             key,
         )
@@ -634,6 +644,7 @@ class NodeAgent:
                     init_containers=_allocations(
                         [c for c in decision.pod.spec.init_containers or [] if is_sidecar(c)]
                     ),
+                    pod_resources=decision.pod.spec.resources,
                 ),
                 key,
             )
@@ -769,8 +780,13 @@ class NodeAgent:
             n: requirements_from_linux(linux.get(n), allocated.get(n))  # type: ignore[arg-type]
             for n in runtime.containers
         }
+        if POD_LEVEL in allocated:
+            # Pod-level resources as the pod's cgroup has them (the sandbox's resources).
+            sandbox = await self.runtime.pod_sandbox_status(runtime.sandbox_id)
+            actual[POD_LEVEL] = requirements_from_linux(sandbox.resources, allocated[POD_LEVEL])
         if same_resources(actual, actual_of(pod)):
             return
+        pod_level = actual.pop(POD_LEVEL, None)
         sidecars = {c.name for c in pod.spec.init_containers or []}
         await self._write(
             ev.Actuated(
@@ -786,6 +802,7 @@ class NodeAgent:
                     for n, r in actual.items()
                     if n in sidecars
                 ],
+                pod_resources=pod_level,
             ),
             key,
         )

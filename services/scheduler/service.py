@@ -2,9 +2,9 @@
 
 A read model follows `pods` and `nodes` from offset 0 and, after every record, folds the changed
 pod or node into the SchedulerCache: one pod re-priced, one node's sums adjusted, never a
-re-sum. Each record may also leave work behind: a pod that waits for a node (new, or evicted
-back to Pending), or a change that may let a parked pod in (a node added or grown, a pod
-deleted, a resize that shrinks: the queueing hints of NodeResourcesFit, KEP-3953 included).
+re-sum. Each record may also leave work behind: a pod that waits for a node, or a change that
+may let a parked pod in (a node added or grown, a pod deleted or evicted, a resize that
+shrinks: the queueing hints of NodeResourcesFit, KEP-3953 included).
 The decision loop wakes on that work, never on a timer.
 
 Level-triggered, so a SIGKILL at any point is harmless: after a restart the model is replayed

@@ -17,6 +17,7 @@ from schemas.k8s import Pod, ResourceRequirements
 from schemas.quantity import Quantity
 from schemas.resources import pod_requests
 from services.kubelet.admission import (
+    POD_LEVEL,
     Accept,
     Admit,
     CPUManagerPolicy,
@@ -330,6 +331,28 @@ def test_sidecar_resizes_like_a_regular_container() -> None:
     too_much = decide_resize(checkpoint, sc, resize_of(sc, proxy={"requests": {"cpu": "1500m"}}))
     assert too_much == Infeasible(
         "Node didn't have enough capacity: cpu, requested: 2500, capacity: 2000"
+    )
+
+
+def test_pod_level_resources_resize_with_the_containers() -> None:
+    # KEP-2837 pod-level resources: the pod-level request, not the containers' sum, is what
+    # the node holds, and its resize is decided, checkpointed and taken whole.
+    shared = mkpod("shared", ctr("a", {}), ctr("b", {}))
+    shared.spec.resources = res({"cpu": "1", "memory": "1Gi"}, {"cpu": "2", "memory": "1Gi"})
+    checkpoint = node("4", "8Gi", "110", shared, burstable("other", "1"))
+    assert checkpoint.requests_of(pod_key(shared))["cpu"] == Quantity("1")
+    grown = res({"cpu": "3", "memory": "1Gi"}, {"cpu": "3", "memory": "1Gi"})
+    accepted = decide_resize(checkpoint, shared, {POD_LEVEL: grown})
+    assert isinstance(accepted, Accept)
+    assert accepted.pod.spec.resources == grown
+    assert allocated_resources(accepted.pod)[POD_LEVEL] == grown
+    too_much = res({"cpu": "3500m", "memory": "1Gi"}, {"cpu": "4", "memory": "1Gi"})
+    assert decide_resize(checkpoint, shared, {POD_LEVEL: too_much}) == Deferred(
+        "Node didn't have enough resource: cpu, requested: 3500, used: 1000, capacity: 4000"
+    )
+    storage = res({"cpu": "1", "memory": "1Gi", "ephemeral-storage": "1Gi"})
+    assert decide_resize(checkpoint, shared, {POD_LEVEL: storage}) == Infeasible(
+        "only cpu and memory can be resized, not ephemeral-storage of the pod"
     )
 
 

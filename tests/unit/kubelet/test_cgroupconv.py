@@ -43,7 +43,11 @@ def req(
     )
 
 
-def pod(*containers: dict[str, Any], overhead: dict[str, str] | None = None) -> Pod:
+def pod(
+    *containers: dict[str, Any],
+    overhead: dict[str, str] | None = None,
+    pod_level: dict[str, Any] | None = None,
+) -> Pod:
     spec: dict[str, Any] = {
         "containers": [
             {"name": f"c{i}", "image": "busybox", "resources": resources}
@@ -52,6 +56,8 @@ def pod(*containers: dict[str, Any], overhead: dict[str, str] | None = None) -> 
     }
     if overhead:
         spec["overhead"] = overhead
+    if pod_level is not None:
+        spec["resources"] = pod_level
     return Pod.model_validate({"metadata": {"name": "p", "namespace": "ns"}, "spec": spec})
 
 
@@ -235,6 +241,18 @@ def test_container_resources_carries_oom_score_adj() -> None:
             ),
             LinuxContainerResources(100_000, 125_000, 1280, 1144 * MI),
             id="overhead added to requests and limits",
+        ),
+        pytest.param(
+            pod(
+                {},
+                {"requests": {"cpu": "100m"}},
+                pod_level={
+                    "requests": {"cpu": "1", "memory": "512Mi"},
+                    "limits": {"cpu": "2", "memory": "1Gi"},
+                },
+            ),
+            LinuxContainerResources(100_000, 200_000, 1024, 1024 * MI),
+            id="pod-level resources set the pod cgroup and bound it",
         ),
     ],
 )
