@@ -86,3 +86,109 @@ def postgres_status(data_dir: Path | None = DataDir) -> None:
     if not db.is_running():
         raise fail(f"postgres is not running (data {db.data_dir})", code=3)
     typer.echo(f"postgres running: {db.dsn('inplace')} (pid {db.pid})")
+
+
+PASSWORDS = typer.Option(
+    ..., "--passwords", help="directory of the roles' password files (missing ones are made)"
+)
+ROLE = typer.Option([], "--role", help="only these roles (default: all)")
+
+
+def _passwords(directory: Path, roles: list[str], suffix: str) -> dict[str, str]:
+    """Each role's password from `<role><suffix>` in `directory`, made (0600) when missing."""
+    import secrets
+
+    from inplace.core.security.kubeconfig import write_private
+
+    found: dict[str, str] = {}
+    for name in roles:
+        path = directory / f"{name}{suffix}"
+        if not path.is_file():
+            write_private(path, secrets.token_urlsafe(24) + "\n")
+        found[name] = path.read_text().strip()
+    return found
+
+
+@kafka_app.command("provision")
+def kafka_provision(passwords: Path = PASSWORDS, role: list[str] = ROLE) -> None:
+    """Secure profile: each role's SCRAM-SHA-512 credential (`<role>.kafka-password`) and its
+    ACLs on the log (inplace/core/bus/access.py), made as the admin of INPLACE_KAFKA_*."""
+    import asyncio
+
+    from pydantic import ValidationError
+
+    from inplace.core.bus.access import ROLE_WRITES, ROLES, provision, roles_of
+    from inplace.core.bus.auth import kafka_auth
+    from inplace.core.settings import Settings
+
+    try:
+        roles = roles_of(role or ROLES)
+        admin = kafka_auth()
+    except (ValueError, ValidationError) as exc:
+        raise fail(_first_error(exc)) from None
+    settings = Settings()
+    try:
+        found = _passwords(passwords, roles, ".kafka-password")
+        grants = asyncio.run(
+            asyncio.to_thread(
+                provision,
+                settings.kafka_bootstrap,
+                admin,
+                found,
+                topic_prefix=settings.topic_prefix,
+            )
+        )
+    except Exception as exc:  # a broker refusal or a bad directory: one line, non-zero
+        raise fail(f"cannot provision Kafka principals: {exc}") from None
+    for name in roles:
+        writes = ", ".join(ROLE_WRITES[name]) or "-"
+        count = sum(1 for g in grants if g.principal == f"User:{name}")
+        typer.echo(f"User:{name}: writes {writes}; {count} ACLs")
+
+
+@postgres_app.command("provision")
+def postgres_provision(passwords: Path = PASSWORDS, role: list[str] = ROLE) -> None:
+    """Secure profile: a login per role (`inplace_<role>`; the projector writes, the rest
+    read), with `<role>.pgpass` files for PGPASSFILE; as the admin of INPLACE_POSTGRES_DSN."""
+    import asyncio
+
+    import asyncpg
+
+    from inplace.core.security.kubeconfig import write_private
+    from inplace.core.settings import Settings
+    from inplace.core.store import roles as db_roles
+
+    known = (*db_roles.WRITERS, *db_roles.READERS)
+    unknown = [r for r in role if r not in known]
+    if unknown:
+        raise fail(f"unknown role {unknown[0]!r}; roles: {', '.join(known)}")
+    roles = list(role or known)
+    settings = Settings()
+
+    async def go(found: dict[str, str]) -> None:
+        conn = await asyncpg.connect(settings.postgres_dsn)
+        try:
+            await db_roles.provision(conn, settings.projection_schema, found)
+        finally:
+            await conn.close()
+
+    try:
+        found = _passwords(passwords, roles, ".pg-password")
+        asyncio.run(go(found))
+        for name, password in found.items():
+            write_private(
+                passwords / f"{name}.pgpass", f"*:*:*:{db_roles.db_role(name)}:{password}\n"
+            )
+    except Exception as exc:  # refused by the server, or a bad directory: one line, non-zero
+        raise fail(f"cannot provision PostgreSQL roles: {exc}") from None
+    for name in roles:
+        kind = "writes" if name in db_roles.WRITERS else "reads"
+        typer.echo(f"{db_roles.db_role(name)}: {kind} schema {settings.projection_schema}")
+
+
+def _first_error(exc: Exception) -> str:
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        return str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+    return str(exc)

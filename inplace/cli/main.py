@@ -7,12 +7,14 @@ import signal
 import sys
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
-from inplace.cli import explain, infra, load, node, pki, replay
+from inplace.cli import explain, infra, load, node, pki, replay, secrets
 from inplace.cli.errors import fail, run_async
 from inplace.cli.output import OUTPUT, check_format, print_rows
 from inplace.cli.roles import ROLES, serve
+from inplace.core.bus.auth import kafka_auth
 from inplace.core.service import configure_logging
 from inplace.core.settings import DEFAULT_PORTS, Settings
 
@@ -27,6 +29,7 @@ app.add_typer(infra.postgres_app, name="postgres")
 app.add_typer(replay.app, name="replay")
 app.add_typer(node.app, name="node")
 app.add_typer(pki.app, name="pki")
+app.add_typer(secrets.app, name="secrets")
 app.command("load")(load.load_cmd)
 app.command("explain")(explain.explain_cmd)
 out = Console(highlight=False, soft_wrap=True)
@@ -42,6 +45,10 @@ def serve_cmd(
     if role not in ROLES:
         raise fail(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
     settings = Settings()
+    try:
+        kafka_auth()  # its Kafka credentials, checked before anything connects
+    except ValidationError as exc:
+        raise fail(str(exc.errors()[0]["msg"]).removeprefix("Value error, ")) from None
     configure_logging(settings.log_level, role)
     run_async(serve(role, settings, host=host or settings.host, port=port or DEFAULT_PORTS[role]))
 

@@ -347,3 +347,91 @@ def test_checker_rejects_depends_on_an_undefined_service(
     result = run_checker(compose_check, broken)
     assert result.returncode != 0
     assert "no-such-service" in result.stderr
+
+
+# --- profile `secure` (issue 17) -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def secure_services(
+    compose_check: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Service]:
+    """The file with the `secure` profile active: the checker loads the default profile only,
+    so a copy without `profiles` keys makes it validate every secure service and reference."""
+    original = yaml.safe_load(COMPOSE_FILE.read_text())
+    for service in original["services"].values():
+        service.pop("profiles", None)
+    copy = tmp_path_factory.mktemp("secure") / "docker-compose.yml"
+    copy.write_text(yaml.safe_dump(original, sort_keys=False))
+    result = run_checker(compose_check, copy)
+    assert result.returncode == 0, f"compose-check rejected the secure profile:\n{result.stderr}"
+    services: dict[str, Service] = yaml.safe_load(result.stdout)["services"]
+    return services
+
+
+def test_secure_profile_is_off_by_default(services: dict[str, Service]) -> None:
+    assert not any(name.endswith("-secure") or name == "secrets" for name in services)
+    profiles = {
+        name: svc.get("profiles")
+        for name, svc in yaml.safe_load(COMPOSE_FILE.read_text())["services"].items()
+    }
+    secure = {name for name, p in profiles.items() if p == ["secure"]}
+    assert secure == {"secrets", "kafka-secure", "postgres-secure", "init-secure"} | {
+        f"{role}-secure" for role in ROLES
+    }
+
+
+@pytest.mark.parametrize("role", ROLE_NAMES)
+def test_secure_role_is_its_own_principal_on_log_and_database(
+    role: str, secure_services: dict[str, Service], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from inplace.core.bus.access import ROLE_WRITES
+    from inplace.core.bus.auth import KafkaAuth
+    from inplace.core.store.roles import READERS, WRITERS, db_role
+
+    svc = secure_services[f"{role}-secure"]
+    env = svc["environment"]
+    assert env["INPLACE_KAFKA_BOOTSTRAP"] == "kafka-secure:9092"
+    assert env["INPLACE_KAFKA_SECURITY_PROTOCOL"] == "SASL_PLAINTEXT"
+    assert role in ROLE_WRITES and role in (*WRITERS, *READERS)
+    # The names `inplace kafka provision` / `inplace postgres provision` write.
+    assert env["INPLACE_KAFKA_USERNAME"] == role
+    assert env["INPLACE_KAFKA_PASSWORD_FILE"] == f"/secrets/{role}.kafka-password"
+    assert (
+        env["INPLACE_POSTGRES_DSN"] == f"postgresql://{db_role(role)}@postgres-secure:5432/inplace"
+    )
+    assert env["PGPASSFILE"] == f"/secrets/{role}.pgpass"
+    assert not any("PASSWORD" in key and not key.endswith("_FILE") for key in env), (
+        "no secret inline"
+    )
+    assert {v["source"] for v in svc["volumes"]} == {"pki", "secrets"}
+    assert all(v.get("read_only") for v in svc["volumes"])
+    assert conditions(svc)["init-secure"] == COMPLETED
+    # Every INPLACE_* variable is a setting (Settings, a role's config, or KafkaAuth).
+    for key in env:
+        if not key.startswith(ENV_PREFIX):
+            continue
+        if key.startswith("INPLACE_KAFKA_") and key != "INPLACE_KAFKA_BOOTSTRAP":
+            field = key.removeprefix("INPLACE_KAFKA_").lower()
+            assert field in KafkaAuth.model_fields, key
+            continue
+        assert role_setting(key) is not None, key
+
+
+def test_secure_init_provisions_as_the_admins(secure_services: dict[str, Service]) -> None:
+    init = secure_services["init-secure"]
+    steps = [" ".join(args[:2]) for args in inplace_invocations(init["command"])]
+    assert steps == ["topics", "migrate", "kafka provision", "postgres provision", "pki init"]
+    for args in inplace_invocations(init["command"]):
+        parse_cli(args)  # every step is a command the CLI accepts
+    env = init["environment"]
+    assert (env["INPLACE_KAFKA_USERNAME"], env["INPLACE_KAFKA_SASL_MECHANISM"]) == (
+        "admin",
+        "PLAIN",
+    )
+    assert conditions(init) == {"kafka-secure": HEALTHY, "postgres-secure": HEALTHY}
+    kafka = secure_services["kafka-secure"]["environment"]
+    assert kafka["KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND"] == "false"
+    assert "PLAINTEXT://" not in kafka["KAFKA_ADVERTISED_LISTENERS"].replace("SASL_PLAINTEXT", "")
+    secrets = secure_services["secrets"]
+    assert inplace_invocations(secrets["command"]) == [["secrets", "init", "--dir", "/secrets"]]

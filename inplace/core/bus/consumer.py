@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.structs import ConsumerRecord
 
+from inplace.core.bus.auth import aiokafka_options
 from inplace.core.bus.producer import EventProducer, Position
 from inplace.core.observability.metrics import DEAD_LETTERS, EVENTS_CONSUMED
 from schemas.envelope import Envelope, MalformedEvent, decode
@@ -152,6 +153,7 @@ class EventConsumer:
         self._max_records = max_records
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=bootstrap,
+            **aiokafka_options(),
             group_id=group_id or role,
             client_id=role,
             enable_auto_commit=False,
@@ -211,6 +213,7 @@ class LogReader:
         self._max_records = max_records
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=bootstrap,
+            **aiokafka_options(),
             group_id=None,
             enable_auto_commit=False,
             isolation_level="read_committed",
@@ -275,6 +278,7 @@ class LogFollower:
         self._role = role
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=bootstrap,
+            **aiokafka_options(),
             group_id=None,
             enable_auto_commit=False,
             isolation_level="read_committed",

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from inplace.core.bus.auth import aiokafka_options
 from schemas.events import DEAD_LETTER
 
 
@@ -20,7 +21,9 @@ class DeadLetter:
 async def read_dead_letters(
     bootstrap: str, limit: int = 50, topic_prefix: str = ""
 ) -> list[DeadLetter]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, **aiokafka_options(), enable_auto_commit=False
+    )
     await consumer.start()
     try:
         tp = TopicPartition(f"{topic_prefix}{DEAD_LETTER}", 0)

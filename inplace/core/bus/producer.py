@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from aiokafka import AIOKafkaProducer
 
+from inplace.core.bus.auth import aiokafka_options
 from schemas.envelope import Envelope
 
 
@@ -36,6 +37,7 @@ class EventProducer:
         self.topic_prefix = topic_prefix
         self._producer = AIOKafkaProducer(
             bootstrap_servers=bootstrap,
+            **aiokafka_options(),
             client_id=client_id,
             enable_idempotence=True,
             acks="all",

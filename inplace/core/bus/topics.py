@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
+from inplace.core.bus.auth import aiokafka_options
 from inplace.core.settings import Settings
 from schemas.events import DEAD_LETTER, K8S_EVENTS, NODES, PODS, POLICY, WORKLOADS
 
@@ -39,7 +40,7 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
 
 async def ensure_topics(settings: Settings) -> list[str]:
     """Create missing topics (idempotent); returns the names created now."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap, **aiokafka_options())
     await admin.start()
     try:
         existing = set(await admin.list_topics())

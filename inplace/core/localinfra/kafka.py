@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient
+from pydantic import SecretStr
 
+from inplace.core.bus.auth import KafkaAuth
 from inplace.core.localinfra.ports import (
     LocalInfraError,
     ManagedServer,
@@ -64,6 +66,8 @@ SLF4J_BINDING = ("org.slf4j", "slf4j-reload4j", "1.7.36")
 MAVEN_DEPENDENCY_PLUGIN_VERSION = "3.6.1"
 
 _HOST = "127.0.0.1"
+# The secure profile's admin principal (a super user; the roles are SCRAM users).
+SASL_ADMIN = "admin"
 _MARKER = ".complete"
 _MVN_TIMEOUT_S = 900.0
 _JAVA_HINT = "java not found: install a JDK 17 (apt-get install openjdk-17-jre-headless)"
@@ -266,8 +270,11 @@ class KafkaBroker(ManagedServer):
         heap: str = "512m",
         jars_dir: Path | None = None,
         extra_properties: dict[str, str] | None = None,
+        sasl_admin_password: str | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).expanduser().absolute()
+        # The secure profile's broker: SASL only, an admin over PLAIN, roles over SCRAM, ACLs.
+        self.sasl_admin_password = sasl_admin_password
         self.heap = heap
         self.jars_dir = Path(jars_dir).expanduser().absolute() if jars_dir else None
         self.extra_properties: dict[str, str] = dict(extra_properties or {})
@@ -462,8 +469,21 @@ class KafkaBroker(ManagedServer):
             "transaction.state.log.num.partitions": "1",
             "group.initial.rebalance.delay.ms": "0",
         }
+        if self.sasl_admin_password is not None:
+            props.update(_sasl_properties(port, cport, self.sasl_admin_password))
         props.update(self.extra_properties)
         return props
+
+    def admin_auth(self) -> KafkaAuth:
+        """The admin principal of a SASL broker (PLAIN; a super user)."""
+        if self.sasl_admin_password is None:
+            return KafkaAuth()
+        return KafkaAuth(
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="PLAIN",
+            username=SASL_ADMIN,
+            password=SecretStr(self.sasl_admin_password),
+        )
 
     def _write_config(self) -> None:
         lines = [f"{key}={_escape_property(value)}" for key, value in self._properties().items()]
@@ -573,7 +593,8 @@ class KafkaBroker(ManagedServer):
             if port_is_open(_HOST, port, timeout=0.5):
                 try:
                     if run_coroutine_sync(
-                        lambda: _probe(self.bootstrap_servers), timeout=min(10.0, remaining)
+                        lambda: _probe(self.bootstrap_servers, self.admin_auth()),
+                        timeout=min(10.0, remaining),
                     ):
                         return
                     last_error = "cluster metadata lists no broker yet"
@@ -606,10 +627,43 @@ class KafkaBroker(ManagedServer):
         return tail_file(self.log_file, lines)
 
 
-async def _probe(bootstrap_servers: str) -> bool:
+def plain_jaas(admin_password: str) -> str:
+    """The broker's PLAIN login: the admin's own credential and the only PLAIN user."""
+    return (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="{SASL_ADMIN}" password="{admin_password}" '
+        f'user_{SASL_ADMIN}="{admin_password}";'
+    )
+
+
+def _sasl_properties(port: int, cport: int, admin_password: str) -> dict[str, str]:
+    """SASL on the client (and inter-broker) listener: the admin over PLAIN (its password in the
+    JAAS line, the broker's only PLAIN user), every role over SCRAM-SHA-512 (credentials made by
+    `inplace kafka provision`), and the standard KRaft authorizer, deny unless allowed. The
+    controller listener stays PLAINTEXT on loopback; its ANONYMOUS principal is the broker."""
+    plain = plain_jaas(admin_password)
+    return {
+        "listeners": f"SASL_PLAINTEXT://{_HOST}:{port},CONTROLLER://{_HOST}:{cport}",
+        "advertised.listeners": f"SASL_PLAINTEXT://{_HOST}:{port}",
+        "inter.broker.listener.name": "SASL_PLAINTEXT",
+        "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": plain,
+        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        ),
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": f"User:{SASL_ADMIN};User:ANONYMOUS",
+        "allow.everyone.if.no.acl.found": "false",
+    }
+
+
+async def _probe(bootstrap_servers: str, auth: KafkaAuth | None = None) -> bool:
     """True once an admin client bootstraps and the metadata names a broker and controller."""
     admin = AIOKafkaAdminClient(
         bootstrap_servers=bootstrap_servers,
+        **(auth or KafkaAuth()).aiokafka(),
         client_id="inplace-localinfra-probe",
         request_timeout_ms=5000,
     )

@@ -49,7 +49,10 @@ async def migrate(conn: asyncpg.Connection, schema: str) -> list[int]:
     async with conn.transaction():
         # Two processes starting at once must not both run 0001.
         await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", f"migrate:{schema}")
-        await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        # Only when missing: CREATE SCHEMA checks the database's CREATE privilege even with
+        # IF NOT EXISTS, and the secure profile's projector role (issue 17) has no such right.
+        if not await conn.fetchval("SELECT 1 FROM pg_namespace WHERE nspname = $1", schema):
+            await conn.execute(f"CREATE SCHEMA {schema}")
         await conn.execute(
             f"CREATE TABLE IF NOT EXISTS {schema}.schema_migrations "
             "(version integer PRIMARY KEY, name text NOT NULL)"
