@@ -24,8 +24,8 @@ import httpx
 
 from inplace.core.bus.producer import EventProducer
 from inplace.core.bus.topics import ensure_topics
-from inplace.core.localinfra import KafkaBroker, PostgresCluster, free_port
 from inplace.core.settings import Settings
+from inplace.localinfra import KafkaBroker, PostgresCluster, free_port
 from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import Pod, ResourceRequirements

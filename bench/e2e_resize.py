@@ -17,10 +17,10 @@ import tempfile
 from pathlib import Path
 
 from inplace.cli.localcluster import LocalCluster
-from inplace.core.localinfra import free_port
 from inplace.core.security.kubeconfig import load
 from inplace.core.settings import Settings
 from inplace.load.runner import LoadConfig, LoadResult, LoadRun
+from inplace.localinfra import free_port
 
 STAGES = ("request", "admit", "actuate", "clear", "end_to_end", "complete", "defer", "infeasible")
 

@@ -29,9 +29,9 @@ import httpx
 
 from inplace.core.bus.producer import EventProducer
 from inplace.core.bus.topics import ensure_topics
-from inplace.core.localinfra import KafkaBroker, free_port
 from inplace.core.readmodel import ReadModel
 from inplace.core.settings import Settings
+from inplace.localinfra import KafkaBroker, free_port
 from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import Pod

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from inplace.core.bus.producer import EventProducer
 from inplace.core.bus.topics import ensure_topics
-from inplace.core.localinfra import KafkaBroker, PostgresCluster
 from inplace.core.projection.replay import rebuild
 from inplace.core.settings import Settings
 from inplace.core.store.database import ensure_database
+from inplace.localinfra import KafkaBroker, PostgresCluster
 from tests import factories
 
 

@@ -20,9 +20,9 @@ from pathlib import Path
 import httpx
 
 from inplace.core.bus.topics import ensure_topics
-from inplace.core.localinfra import KafkaBroker, free_port
 from inplace.core.settings import Settings
 from inplace.load.http import PooledClient
+from inplace.localinfra import KafkaBroker, free_port
 
 SMP = {"content-type": "application/strategic-merge-patch+json"}
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from inplace.core.localinfra import KafkaBroker, PostgresCluster
+from inplace.localinfra import KafkaBroker, PostgresCluster
 
 
 def make_tmp_dir(prefix: str) -> Path:
@@ -23,17 +25,24 @@ def make_tmp_dir(prefix: str) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def kafka_broker() -> Iterator[KafkaBroker]:
-    """A started single-node KRaft broker on free ports, stopped at session end."""
-    root = make_tmp_dir("inplace-test-kafka-")
-    broker = KafkaBroker(root / "kafka")
+@contextlib.contextmanager
+def started_broker(prefix: str, **options: Any) -> Iterator[KafkaBroker]:
+    """A single-node KRaft broker on free ports in a fresh directory, removed afterwards."""
+    root = make_tmp_dir(prefix)
+    broker = KafkaBroker(root / "kafka", **options)
     try:
         broker.start()
         yield broker
     finally:
         broker.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[KafkaBroker]:
+    """A started single-node KRaft broker on free ports, stopped at session end."""
+    with started_broker("inplace-test-kafka-") as broker:
+        yield broker
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from inplace.cli.errors import fail
-from inplace.core.localinfra import KafkaBroker, LocalInfraError, PostgresCluster
+from inplace.localinfra import KafkaBroker, LocalInfraError, PostgresCluster
 
 kafka_app = typer.Typer(help="Single-node KRaft Kafka broker from Maven Central's jars.")
 postgres_app = typer.Typer(help="Throwaway PostgreSQL cluster (initdb + pg_ctl).")

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import httpx
 
-from inplace.core.localinfra import KafkaBroker, LocalInfraError, PostgresCluster, free_port
-from inplace.core.localinfra.ports import kill_process_group, port_is_free
 from inplace.core.security.credentials import Credentials
 from inplace.core.settings import DEFAULT_PORTS
+from inplace.localinfra import KafkaBroker, LocalInfraError, PostgresCluster, free_port
+from inplace.localinfra.ports import kill_process_group, port_is_free
 
 HOST = "127.0.0.1"
 

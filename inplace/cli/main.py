@@ -106,7 +106,7 @@ def up_cmd(
     from pathlib import Path
 
     from inplace.cli.localcluster import LocalCluster, pick_port
-    from inplace.core.localinfra import LocalInfraError
+    from inplace.localinfra import LocalInfraError
 
     cluster = LocalCluster(
         Path(home).absolute(),

@@ -11,8 +11,8 @@ from pathlib import Path
 import typer
 
 from inplace.cli.errors import fail
-from inplace.core.localinfra.kafka import SASL_ADMIN, plain_jaas
 from inplace.core.security.kubeconfig import write_private
+from inplace.localinfra.kafka import SASL_ADMIN, plain_jaas
 
 app = typer.Typer(help="Bootstrap secrets of the secure profile (Kafka admin, PostgreSQL).")
 

@@ -23,7 +23,8 @@ from aiokafka import TopicPartition
 from inplace.core.bus.consumer import LogFollower, Record
 from inplace.core.bus.producer import Position
 from inplace.core.observability.metrics import MALFORMED, SNAPSHOT_OBJECTS, START_SOURCE
-from inplace.core.projection.reducers import policy_key, resource_version
+from inplace.core.projection import reducers
+from inplace.core.projection.reducers import position_of, resource_version
 from inplace.core.projection.snapshot import PROJECTED_TOPICS, load_snapshot
 from inplace.core.projection.state import ClusterState
 from inplace.core.settings import Settings
@@ -32,24 +33,17 @@ from schemas import events as ev
 log = logging.getLogger(__name__)
 
 WatchType = Literal["ADDED", "MODIFIED", "DELETED"]
-COLLECTIONS = (
-    "pods",
-    "nodes",
-    "namespaces",
-    "resourcequotas",
-    "limitranges",
-    "events",
-    "clonesets",
-)
-_STATE_FIELD = {
-    "pods": "pods",
-    "nodes": "nodes",
-    "namespaces": "namespaces",
-    "resourcequotas": "quotas",
-    "limitranges": "limit_ranges",
-    "events": "events",
-    "clonesets": "clone_sets",
+# Each collection and the topic its events travel on: a resourceVersion names a position there.
+COLLECTION_TOPICS = {
+    "pods": ev.PODS,
+    "nodes": ev.NODES,
+    "namespaces": ev.POLICY,
+    "resourcequotas": ev.POLICY,
+    "limitranges": ev.POLICY,
+    "events": ev.K8S_EVENTS,
+    "clonesets": ev.WORKLOADS,
 }
+COLLECTIONS = tuple(COLLECTION_TOPICS)
 
 
 class TooOld(Exception):
@@ -132,23 +126,8 @@ class Collection:
 
 
 def locate(record: Record) -> tuple[str, Any]:
-    """(collection, key) of the object an event changes."""
-    payload = record.envelope.payload
-    if isinstance(payload, ev.PodEvent):
-        return "pods", (payload.namespace, payload.name)
-    if isinstance(payload, ev.NodeEvent):
-        return "nodes", payload.name
-    if isinstance(payload, ev.KubeEventRecorded):
-        meta = payload.event.metadata
-        return "events", (meta.namespace or "default", meta.name or "")
-    if isinstance(payload, ev.CloneSetEvent):
-        return "clonesets", (payload.namespace, payload.name)
-    if isinstance(payload, ev.PolicyEvent):
-        kind, ns, name = policy_key(payload)
-        if kind == "Namespace":
-            return "namespaces", name
-        return ("resourcequotas" if kind == "ResourceQuota" else "limitranges"), (ns, name)
-    raise TypeError(f"no collection for {type(payload).__name__}")
+    """(collection, key) of the object an event changes (reducers.locate)."""
+    return reducers.locate(record.envelope.payload)
 
 
 def _rv_of(obj: Any) -> int:
@@ -178,7 +157,7 @@ class ReadModel:
         self,
         settings: Settings,
         *,
-        role: str = "apiserver",
+        role: str,
         topics: tuple[str, ...] = ev.EVENT_TOPICS,
         window: int = 50_000,
         snapshot: bool = False,
@@ -209,7 +188,7 @@ class ReadModel:
         self._waiter_seq = 0
 
     def objects(self, collection: str) -> dict[Any, Any]:
-        objects: dict[Any, Any] = getattr(self.state, _STATE_FIELD[collection])
+        objects: dict[Any, Any] = getattr(self.state, collection)
         return objects
 
     def get(self, collection: str, key: Any) -> Any:
@@ -321,6 +300,13 @@ class ReadModel:
             kind = "ADDED" if before is None else "MODIFIED"
         namespace = key[0] if isinstance(key, tuple) else None
         self.collections[collection].publish(WatchEvent(kind, rv, namespace, snapshot))
+
+    async def not_older_than(self, collection: str, rv: int, within: float = 3.0) -> None:
+        """Return once this model has applied the change `rv` of `collection` names: what
+        another replica wrote (read-your-writes across apiserver replicas, the NotOlderThan
+        semantics of a read with resourceVersion). TimeoutError when it does not come."""
+        topic = self.settings.topic(COLLECTION_TOPICS[collection])
+        await self.wait_for(position_of(rv, topic), within=within)
 
     async def wait_for(self, position: Position, within: float = 30.0) -> None:
         """Return once the event at `position` is applied (read-your-writes)."""

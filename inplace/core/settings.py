@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -57,39 +56,6 @@ class Settings(BaseSettings):
         default="http://127.0.0.1:8081", description="quota admission endpoint for the apiserver"
     )
     log_level: str = Field(default="INFO")
-    # kubelet: one process hosts many simulated nodes (like kwok), each with its own checkpoint.
-    kubelet_nodes: int = Field(default=1, ge=0)
-    kubelet_node_prefix: str = Field(default="node", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-    kubelet_node_cpu: str = Field(default="8", description="capacity of each simulated node")
-    kubelet_node_memory: str = Field(default="32Gi")
-    kubelet_node_pods: int = Field(default=110, ge=1)
-    kubelet_reserved_cpu: str = Field(default="0", description="system+kube reserved")
-    kubelet_reserved_memory: str = Field(default="0")
-    kubelet_runtime: Literal["fake", "cgroup"] = "fake"
-    kubelet_runtime_latency: float = Field(default=0.0, ge=0.0, description="fake runtime, s")
-    kubelet_cpu_manager_policy: Literal["none", "static"] = "none"
-    kubelet_memory_manager_policy: Literal["None", "Static"] = "None"
-    # InPlacePodVerticalScalingExclusiveCPUs: Guaranteed pods resize under the static policies.
-    kubelet_exclusive_cpus_resize: bool = False
-    # Deferred resizes are retried on events and on this timer too (the kubelet's 1.33+
-    # behaviour): first after `first` seconds, then every `period` while any waits.
-    kubelet_deferred_retry_first: float = Field(default=30.0, gt=0)
-    kubelet_deferred_retry_period: float = Field(default=180.0, gt=0)
-    kubelet_runtime_timeout: float = Field(
-        default=30.0, gt=0, description="a runtime call taking longer is an error, retried"
-    )
-
-    # workload: the InPlaceWorkloadVerticalScaling feature gate (OpenKruise's name). Off, every
-    # template change (resources included) recreates pods.
-    workload_vertical_scaling: bool = Field(
-        default=True, description="InPlaceWorkloadVerticalScaling: resize pods in place"
-    )
-    workload_apiserver_url: str = Field(
-        default="http://127.0.0.1:8080", description="apiserver the workload controller calls"
-    )
-    workload_kubeconfig: str = Field(
-        default="", description="kubeconfig of the workload controller (wins over the URL)"
-    )
 
     def credentials_dir(self) -> Path | None:
         return Path(self.pki_dir) if self.pki_dir else None

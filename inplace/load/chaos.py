@@ -27,11 +27,11 @@ import asyncpg
 import httpx
 
 from inplace.core.bus.consumer import LogReader
-from inplace.core.localinfra.ports import pid_alive
 from inplace.core.projection.replay import rebuild
 from inplace.core.settings import Settings
 from inplace.core.store.migrations import drop_schema
 from inplace.load.tracker import Trace, Tracker, projected_offsets
+from inplace.localinfra.ports import pid_alive
 
 DEFAULT_BOOTSTRAP = Settings.model_fields["kafka_bootstrap"].default
 

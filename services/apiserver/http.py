@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from inplace.core.readmodel import Collection, TooOld, WatchEvent
+from inplace.core.readmodel import Collection, ReadModel, TooOld, WatchEvent
 from schemas.kubeschema import gvk_definition
 from services.apiserver import errors, fieldvalidation
 from services.apiserver.apply import (
@@ -252,6 +252,24 @@ def query_int(request: Request, name: str) -> int | None:
         return int(value)
     except ValueError:
         raise errors.bad_request(f"{name} must be an integer, not {value!r}") from None
+
+
+async def not_older_than(request: Request, model: ReadModel, collection: str) -> None:
+    """A get or list with `resourceVersion` (not 0, not a watch) is served no older than it,
+    as kube-apiserver serves it: a replica waits until it has applied what another wrote
+    (read-your-writes across replicas), at most 3 s, then 504 "Too large resource version"."""
+    rv_text = request.query_params.get("resourceVersion")
+    if rv_text in (None, "", "0") or request.query_params.get("watch") in ("true", "1"):
+        return
+    try:
+        rv = int(rv_text)
+    except ValueError:
+        raise errors.bad_request(f"invalid resourceVersion {rv_text!r}") from None
+    try:
+        await model.not_older_than(collection, rv)
+    except TimeoutError:
+        current = model.collections[collection].last
+        raise errors.timeout(f"Too large resource version: {rv}, current: {current}") from None
 
 
 def matcher(request: Request, namespace: str | None) -> Callable[[dict[str, Any]], bool]:

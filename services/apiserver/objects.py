@@ -25,6 +25,7 @@ from services.apiserver.http import (
     check_kind,
     decode_checked,
     list_or_watch,
+    not_older_than,
     ok,
     ok_object,
     parse_json,
@@ -127,6 +128,7 @@ class ObjectHandlers:
     async def list(self, request: Request) -> Response:
         kind = self._kind(request)
         namespace = request.path_params.get("namespace")
+        await not_older_than(request, self.model, kind.collection)
         items = sorted(self.model.objects(kind.collection).items())
         objects = [
             o if isinstance(o, dict) else o.to_k8s()
@@ -143,6 +145,7 @@ class ObjectHandlers:
 
     async def get(self, request: Request) -> Response:
         kind = self._kind(request)
+        await not_older_than(request, self.model, kind.collection)
         found = self._get(kind, request.path_params.get("namespace"), request.path_params["name"])
         return ok_object(request, found)
 

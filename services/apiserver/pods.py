@@ -23,6 +23,7 @@ from services.apiserver.http import (
     decode_checked,
     is_apply,
     list_or_watch,
+    not_older_than,
     ok,
     ok_object,
     parse_json,
@@ -72,6 +73,7 @@ class PodHandlers:
 
     async def list(self, request: Request) -> Response:
         namespace = request.path_params.get("namespace")
+        await not_older_than(request, self.model, "pods")
         pods = sorted(self.model.objects("pods").items())
         objects = [p.to_k8s() for key, p in pods if namespace is None or key[0] == namespace]
         return list_or_watch(request, self.model.collections["pods"], objects, "PodList", namespace)
@@ -118,6 +120,7 @@ class PodHandlers:
     # --- one pod ----------------------------------------------------------------------------
 
     async def get(self, request: Request) -> Response:
+        await not_older_than(request, self.model, "pods")
         pod = self._pod(request.path_params["namespace"], request.path_params["name"])
         return ok_object(request, pod.to_k8s())
 

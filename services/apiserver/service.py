@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 async def run(settings: Settings, *, host: str, port: int) -> None:
     config = ApiserverConfig()
     policy = Policy.load(Path(config.policy_file) if config.policy_file else None)
-    model = ReadModel(settings, snapshot=config.start_from_projection)
+    model = ReadModel(settings, role=ROLE, snapshot=config.start_from_projection)
     producer = EventProducer(
         settings.kafka_bootstrap, client_id=ROLE, topic_prefix=settings.topic_prefix
     )

@@ -21,7 +21,8 @@ from prometheus_client import Counter
 from inplace.core.logwriter import LogWriter
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
-from schemas.k8s import Event, Node
+from schemas.k8s import Event, Node, ObjectReference
+from schemas.kubeevents import event_about
 from schemas.nodeswap import planning_capacity
 from schemas.quantity import Quantity
 from services.hotplug.capacity import CapacityChange, InvalidResize, plan_resize
@@ -61,27 +62,18 @@ def node_event(
     Kubernetes' event correlator) while different resizes stay separate Events."""
     name = node.metadata.name or ""
     digest = hashlib.sha256(message.encode()).hexdigest()[:10]
-    return Event.model_validate(
-        {
-            "metadata": {
-                "name": f"{name}.{reason.lower()}.{digest}",
-                "namespace": _EVENT_NAMESPACE,
-            },
-            "involvedObject": {
-                "kind": "Node",
-                "name": name,
-                "uid": node.metadata.uid or name,
-                "apiVersion": "v1",
-            },
-            "reason": reason,
-            "message": message,
-            "type": type_,
-            "source": {"component": ROLE, "host": name},
-            "reportingComponent": ROLE,
-            "reportingInstance": name,
-            "action": "Resize",
-            "eventTime": now,
-        }
+    return event_about(
+        ObjectReference(kind="Node", name=name, uid=node.metadata.uid or name, api_version="v1"),
+        name=f"{name}.{reason.lower()}.{digest}",
+        namespace=_EVENT_NAMESPACE,
+        reason=reason,
+        message=message,
+        type_=type_,  # type: ignore[arg-type]
+        action="Resize",
+        now=now,
+        component=ROLE,
+        instance=name,
+        host=name,
     )
 
 

@@ -22,6 +22,7 @@ from schemas.envelope import Envelope
 from schemas.k8s import Node, ResourceRequirements
 from schemas.nodeswap import planning_capacity
 from services.kubelet.admission import POD_LEVEL, NodeAllocation
+from services.kubelet.config import KubeletConfig
 from services.kubelet.cri import RuntimeService
 from services.kubelet.nodeagent import NODE_KEY, NodeAgent
 from services.kubelet.nodes import node_names, node_object
@@ -34,17 +35,15 @@ log = logging.getLogger(__name__)
 
 
 @contextlib.asynccontextmanager
-async def open_runtime(settings: Settings) -> AsyncIterator[RuntimeService]:
-    if settings.kubelet_runtime == "cgroup":
+async def open_runtime(settings: Settings, config: KubeletConfig) -> AsyncIterator[RuntimeService]:
+    if config.runtime == "cgroup":
         reason = cgroup_support()
         if reason is not None:
             raise RuntimeError(f"the cgroup runtime cannot run here: {reason}")
-        async with CgroupRuntime(
-            settings.topic_prefix.strip(".") or settings.kubelet_node_prefix
-        ) as runtime:
+        async with CgroupRuntime(settings.topic_prefix.strip(".") or config.node_prefix) as runtime:
             yield runtime
     else:
-        fake = FakeRuntime(latency=settings.kubelet_runtime_latency)
+        fake = FakeRuntime(latency=config.runtime_latency)
         try:
             yield fake
         finally:
@@ -52,11 +51,14 @@ async def open_runtime(settings: Settings) -> AsyncIterator[RuntimeService]:
 
 
 class Kubelet:
-    def __init__(self, settings: Settings, runtime: RuntimeService) -> None:
+    def __init__(
+        self, settings: Settings, runtime: RuntimeService, config: KubeletConfig | None = None
+    ) -> None:
         self.settings = settings
+        self.config = config or KubeletConfig()
         self.runtime = runtime
         self.model = ReadModel(settings, role=ROLE, topics=(ev.PODS, ev.NODES), window=0)
-        self.names = node_names(settings)
+        self.names = node_names(self.config)
         self.agents: dict[str, NodeAgent] = {}
         # The allocation checkpoint as the log has it (requests AND limits, per container).
         self.allocations: dict[str, dict[str, ResourceRequirements]] = {}
@@ -123,7 +125,7 @@ class Kubelet:
             for name in self.names:
                 if self.model.get("nodes", name) is None:
                     await self._writer.write(
-                        ev.NodeRegistered(name=name, node=node_object(self.settings, name))
+                        ev.NodeRegistered(name=name, node=node_object(self.config, name))
                     )
             adopted = [
                 n for n, node in sorted(self.model.objects("nodes").items()) if _is_simulated(node)
@@ -153,19 +155,19 @@ class Kubelet:
             name,
             NodeAllocation.from_node(
                 node,
-                cpu_manager_policy=self.settings.kubelet_cpu_manager_policy,
-                memory_manager_policy=self.settings.kubelet_memory_manager_policy,
-                exclusive_cpus_resize=self.settings.kubelet_exclusive_cpus_resize,
+                cpu_manager_policy=self.config.cpu_manager_policy,
+                memory_manager_policy=self.config.memory_manager_policy,
+                exclusive_cpus_resize=self.config.exclusive_cpus_resize,
             ),
             runtime=self.runtime,
             model=self.model,
             writer=self._writer,
             causes=self.causes,
-            step_timeout=self.settings.kubelet_runtime_timeout,
+            step_timeout=self.config.runtime_timeout,
             capacity=planning_capacity(node.status) if node.status else None,
             deferred_retry=(
-                self.settings.kubelet_deferred_retry_first,
-                self.settings.kubelet_deferred_retry_period,
+                self.config.deferred_retry_first,
+                self.config.deferred_retry_period,
             ),
             book=self.book,
         )

@@ -22,7 +22,17 @@ from inplace.core.logwriter import LogWriter
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.envelope import Envelope, EventPayload
-from schemas.k8s import RESOURCE_MEMORY, Container, Event, Pod, ResourceList, ResourceRequirements
+from schemas.k8s import (
+    RESOURCE_MEMORY,
+    Container,
+    EventType,
+    ObjectMeta,
+    ObjectReference,
+    Pod,
+    ResourceList,
+    ResourceRequirements,
+)
+from schemas.kubeevents import event_about, reference
 from schemas.nodeswap import planning_capacity
 from schemas.quantity import Quantity
 from schemas.resources import is_sidecar
@@ -288,25 +298,19 @@ class NodeAgent:
     async def _write(self, payload: EventPayload, key: str) -> None:
         await self.writer.write(payload, cause=self.causes.get(key))
 
-    async def _event(self, pod: Pod, reason: str, message: str, kind: str = "Normal") -> None:
+    async def _event(self, pod: Pod, reason: str, message: str, kind: EventType = "Normal") -> None:
         meta = pod.metadata
-        event = Event.model_validate(
-            {
-                "metadata": {"name": f"{meta.name}.{reason.lower()}", "namespace": meta.namespace},
-                "involvedObject": {
-                    "kind": "Pod",
-                    "name": meta.name,
-                    "namespace": meta.namespace,
-                    "uid": meta.uid,
-                    "apiVersion": "v1",
-                },
-                "reason": reason,
-                "message": message,
-                "type": kind,
-                "source": {"component": "kubelet", "host": self.name},
-                "reportingComponent": "kubelet",
-                "reportingInstance": self.name,
-            }
+        # Named `<pod>.<reason>`: a repeated reason aggregates on one Event (count grows).
+        event = event_about(
+            reference("Pod", ObjectMeta(name=meta.name, namespace=meta.namespace, uid=meta.uid)),
+            name=f"{meta.name}.{reason.lower()}",
+            namespace=meta.namespace,
+            reason=reason,
+            message=message,
+            type_=kind,
+            component="kubelet",
+            instance=self.name,
+            host=self.name,
         )
         await self._write(ev.KubeEventRecorded(event=event), pod_key(pod))
 
@@ -404,17 +408,16 @@ class NodeAgent:
                 ev.NodeConditionChanged(name=self.name, condition=node_resize_condition(str(exc)))
             )
             # Kubernetes puts Node events in the default namespace.
-            event = Event.model_validate(
-                {
-                    "metadata": {"name": f"{self.name}.failednoderesize", "namespace": "default"},
-                    "involvedObject": {"kind": "Node", "name": self.name, "apiVersion": "v1"},
-                    "reason": "FailedNodeResize",
-                    "message": f"node resize resync failed: {exc}",
-                    "type": "Warning",
-                    "source": {"component": "kubelet", "host": self.name},
-                    "reportingComponent": "kubelet",
-                    "reportingInstance": self.name,
-                }
+            event = event_about(
+                ObjectReference(kind="Node", name=self.name, api_version="v1"),
+                name=f"{self.name}.failednoderesize",
+                namespace="default",
+                reason="FailedNodeResize",
+                message=f"node resize resync failed: {exc}",
+                type_="Warning",
+                component="kubelet",
+                instance=self.name,
+                host=self.name,
             )
             await self._write_node(ev.KubeEventRecorded(event=event))
             asyncio.get_running_loop().call_later(

@@ -2,27 +2,27 @@
 
 from __future__ import annotations
 
-from inplace.core.settings import Settings
 from schemas.k8s import Node, ResourceList
 from schemas.quantity import Quantity
 from schemas.resources import subtract
+from services.kubelet.config import KubeletConfig
 
 
-def node_names(settings: Settings) -> list[str]:
-    return [f"{settings.kubelet_node_prefix}-{i}" for i in range(settings.kubelet_nodes)]
+def node_names(config: KubeletConfig) -> list[str]:
+    return [f"{config.node_prefix}-{i}" for i in range(config.nodes)]
 
 
-def node_object(settings: Settings, name: str) -> Node:
+def node_object(config: KubeletConfig, name: str) -> Node:
     """A Ready node with capacity, and allocatable = capacity - reserved (the kubelet's
     --system-reserved/--kube-reserved)."""
     capacity: ResourceList = {
-        "cpu": Quantity.parse(settings.kubelet_node_cpu),
-        "memory": Quantity.parse(settings.kubelet_node_memory),
-        "pods": Quantity.from_int(settings.kubelet_node_pods),
+        "cpu": Quantity.parse(config.node_cpu),
+        "memory": Quantity.parse(config.node_memory),
+        "pods": Quantity.from_int(config.node_pods),
     }
     reserved: ResourceList = {
-        "cpu": Quantity.parse(settings.kubelet_reserved_cpu),
-        "memory": Quantity.parse(settings.kubelet_reserved_memory),
+        "cpu": Quantity.parse(config.reserved_cpu),
+        "memory": Quantity.parse(config.reserved_memory),
     }
     allocatable = subtract(capacity, reserved)
     return Node.model_validate(

@@ -31,7 +31,8 @@ from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.envelope import Envelope, EventPayload
 from schemas.events import NODES, PODS
-from schemas.k8s import Event, EventType, ObjectMeta, ObjectReference, Pod
+from schemas.k8s import Event, EventType, Pod
+from schemas.kubeevents import event_about, occurrence_name, reference
 from schemas.resources import is_resize_infeasible
 from services.scheduler.cache import ClusterChange, SchedulerCache
 from services.scheduler.placement import Bound, pending_to_retry, schedule
@@ -79,25 +80,17 @@ def scheduling_event(
 ) -> Event:
     """An Event about `pod` as kube-scheduler's events/v1 recorder writes it, in its core/v1
     view: named `<pod>.<unix nanos in hex>`, reported by default-scheduler."""
-    name = pod.metadata.name or ""
-    nanos = int(now.timestamp() * 1_000_000) * 1000
-    return Event(
-        metadata=ObjectMeta(name=f"{name}.{nanos:x}", namespace=pod.metadata.namespace),
-        involved_object=ObjectReference(
-            kind="Pod",
-            api_version="v1",
-            namespace=pod.metadata.namespace,
-            name=name,
-            uid=pod.metadata.uid,
-            resource_version=pod.metadata.resource_version,
-        ),
+    return event_about(
+        reference("Pod", pod.metadata),
+        name=occurrence_name(pod.metadata.name or "", now),
+        namespace=pod.metadata.namespace,
         reason=reason,
         message=message,
-        type=type_,
+        type_=type_,
         action=action,
-        event_time=now,
-        reporting_component=DEFAULT_SCHEDULER,
-        reporting_instance=f"{DEFAULT_SCHEDULER}-{socket.gethostname()}",
+        now=now,
+        component=DEFAULT_SCHEDULER,
+        instance=f"{DEFAULT_SCHEDULER}-{socket.gethostname()}",
     )
 
 

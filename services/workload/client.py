@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 
 from inplace.core.security.kubeconfig import Endpoint
-from schemas.k8s import Event, ObjectMeta, ObjectReference, Pod
+from schemas.k8s import Pod
+from schemas.kubeevents import event_about, occurrence_name, reference
 from schemas.workload import API_VERSION, KIND, CloneSet
 
 COMPONENT = "cloneset-controller"
@@ -107,28 +108,18 @@ class ApiClient:
     async def record_event(
         self, cs: CloneSet, type_: str, reason: str, message: str, now: datetime
     ) -> None:
-        name = cs.metadata.name or ""
-        nanos = int(now.timestamp() * 1_000_000) * 1000
-        event = Event(
-            metadata=ObjectMeta(name=f"{name}.{nanos:x}", namespace=cs.metadata.namespace),
-            involved_object=ObjectReference(
-                kind=KIND,
-                api_version=API_VERSION,
-                namespace=cs.metadata.namespace,
-                name=name,
-                uid=cs.metadata.uid,
-                resource_version=cs.metadata.resource_version,
-            ),
+        event = event_about(
+            reference(KIND, cs.metadata, API_VERSION),
+            name=occurrence_name(cs.metadata.name or "", now),
+            namespace=cs.metadata.namespace,
             reason=reason,
-            message=message[:1024],
-            type=type_,  # type: ignore[arg-type]
+            message=message,
+            type_=type_,  # type: ignore[arg-type]
             action=reason,
-            first_timestamp=now,
-            last_timestamp=now,
-            count=1,
-            event_time=now,
-            reporting_component=COMPONENT,
-            reporting_instance=f"{COMPONENT}-{socket.gethostname()}",
+            now=now,
+            counted=True,
+            component=COMPONENT,
+            instance=f"{COMPONENT}-{socket.gethostname()}",
         )
         await self._call(
             "POST", f"/api/v1/namespaces/{cs.metadata.namespace}/events", json=event.to_k8s()

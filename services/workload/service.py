@@ -28,6 +28,7 @@ from inplace.core.settings import Settings
 from schemas.events import PODS, WORKLOADS, PodEvent
 from schemas.workload import CloneSet
 from services.workload.client import ApiClient, Conflict, Refused, Unavailable
+from services.workload.config import WorkloadConfig
 from services.workload.ownership import OwnedPods
 from services.workload.planner import (
     Action,
@@ -50,8 +51,15 @@ log = logging.getLogger(__name__)
 
 
 class Controller:
-    def __init__(self, settings: Settings, model: ReadModel, client: ApiClient) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        model: ReadModel,
+        client: ApiClient,
+        config: WorkloadConfig | None = None,
+    ) -> None:
         self.settings = settings
+        self.config = config or WorkloadConfig()
         self.model = model
         self.client = client
         self.history = RevisionHistory()
@@ -116,7 +124,7 @@ class Controller:
                 pods=pods,
                 history=self.history.of(namespace, name),
                 now=now,
-                vertical_enabled=self.settings.workload_vertical_scaling,
+                vertical_enabled=self.config.vertical_scaling,
             )
         )
         for action in plan.actions:
@@ -170,14 +178,14 @@ class Controller:
                 await self._delete(namespace, name)
 
 
-def _endpoint(settings: Settings) -> Endpoint:
+def _endpoint(config: WorkloadConfig) -> Endpoint:
     """The kubeconfig's credentials; an explicitly set URL replaces its server (inside compose
     the apiserver is `apiserver`, not the host's 127.0.0.1 the kubeconfig names)."""
-    url = settings.workload_apiserver_url
-    if not settings.workload_kubeconfig:
+    url = config.apiserver_url
+    if not config.kubeconfig:
         return Endpoint(url)
-    endpoint = load(Path(settings.workload_kubeconfig))
-    if "workload_apiserver_url" in settings.model_fields_set:
+    endpoint = load(Path(config.kubeconfig))
+    if "apiserver_url" in config.model_fields_set:
         return replace(endpoint, server=url.rstrip("/"))
     return endpoint
 
@@ -185,8 +193,9 @@ def _endpoint(settings: Settings) -> Endpoint:
 async def run(settings: Settings, *, host: str, port: int) -> None:
     # Pods from the projection (ownership seeded from them), CloneSets from the log.
     model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS, window=0, snapshot=True)
-    client = ApiClient(_endpoint(settings))
-    controller = Controller(settings, model, client)
+    config = WorkloadConfig()
+    client = ApiClient(_endpoint(config))
+    controller = Controller(settings, model, client, config)
     server = RoleServer(ROLE, settings, host=host, port=port, ready=model.ready.is_set)
     try:
         await server.run({"read-model": model.run, "controller": controller.run})

@@ -22,10 +22,10 @@ import pytest
 from inplace.core.bus.consumer import LogReader
 from inplace.core.bus.producer import EventProducer
 from inplace.core.bus.topics import ensure_topics
-from inplace.core.localinfra import KafkaBroker, PostgresCluster, free_port
 from inplace.core.projection.store import ProjectionStore
 from inplace.core.settings import Settings
 from inplace.core.store.database import ensure_database
+from inplace.localinfra import KafkaBroker, PostgresCluster, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

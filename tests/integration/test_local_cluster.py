@@ -14,9 +14,9 @@ from pathlib import Path
 
 import httpx
 
-from inplace.core.localinfra import PostgresCluster
-from inplace.core.localinfra.ports import pid_alive
 from inplace.core.settings import DEFAULT_PORTS
+from inplace.localinfra import PostgresCluster
+from inplace.localinfra.ports import pid_alive
 from tests.conftest import make_tmp_dir
 
 REPO = Path(__file__).resolve().parents[2]

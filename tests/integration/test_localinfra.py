@@ -16,8 +16,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-import inplace.core.localinfra.postgres as pg_module
-from inplace.core.localinfra import (
+import inplace.localinfra.postgres as pg_module
+from inplace.localinfra import (
     KafkaBroker,
     LocalInfraError,
     PostgresCluster,
@@ -154,7 +154,7 @@ async def test_kafka_restart_keeps_topics_and_data(tmp_dir: Path) -> None:
 
         # Stop it from another Python process, through the pid file only.
         code = (
-            "from pathlib import Path; from inplace.core.localinfra import KafkaBroker; "
+            "from pathlib import Path; from inplace.localinfra import KafkaBroker; "
             f"b = KafkaBroker(Path({str(broker.data_dir)!r})); assert b.is_running(); b.stop(); "
             "assert not b.is_running()"
         )

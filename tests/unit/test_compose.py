@@ -28,6 +28,8 @@ from inplace.cli.roles import ROLES
 from inplace.core.settings import DEFAULT_PORTS, Settings
 from services.apiserver.config import ApiserverConfig
 from services.hotplug.config import HotplugConfig
+from services.kubelet.config import KubeletConfig
+from services.workload.config import WorkloadConfig
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO / "docker-compose.yml"
@@ -169,8 +171,9 @@ def settings_field(env_var: str) -> str:
 
 def role_setting(env_var: str) -> tuple[type[BaseSettings], str] | None:
     """(settings class, field) an INPLACE_* variable sets: a role's own settings class
-    (INPLACE_APISERVER_*, INPLACE_HOTPLUG_*) before the shared Settings."""
-    for config in (ApiserverConfig, HotplugConfig, Settings):
+    (INPLACE_APISERVER_*, INPLACE_HOTPLUG_*, INPLACE_KUBELET_*, INPLACE_WORKLOAD_*) before the
+    shared Settings."""
+    for config in (ApiserverConfig, HotplugConfig, KubeletConfig, WorkloadConfig, Settings):
         prefix = config.model_config.get("env_prefix", "")
         field = env_var.removeprefix(prefix).lower()
         if env_var.startswith(prefix) and field in config.model_fields:

@@ -24,7 +24,7 @@ def _fold(model: ReadModel) -> None:
 
 
 def test_watchable_model_publishes_every_change_of_every_collection() -> None:
-    model = ReadModel(Settings(), window=1000)
+    model = ReadModel(Settings(), role="test", window=1000)
     model.ready.set()
     _fold(model)
     pods = model.collections["pods"]
@@ -40,7 +40,7 @@ def test_watchable_model_publishes_every_change_of_every_collection() -> None:
 
 
 def test_catching_up_folds_everything_but_the_window_starts_when_ready() -> None:
-    model = ReadModel(Settings(), window=1000)
+    model = ReadModel(Settings(), role="test", window=1000)
     pods = model.collections["pods"]
     half = len(STREAM) // 2
     for offset, env in enumerate(STREAM[:half]):
@@ -54,14 +54,14 @@ def test_catching_up_folds_everything_but_the_window_starts_when_ready() -> None
     assert pods.since(caught_up) == list(pods.window)  # a watch from the list misses nothing
     with pytest.raises(TooOld):
         pods.since(caught_up - PARTITION_SPACE)
-    served = ReadModel(Settings(), window=1000)
+    served = ReadModel(Settings(), role="test", window=1000)
     served.ready.set()
     _fold(served)
     assert model.state.pods == served.state.pods
 
 
 def test_the_window_base_moves_as_old_changes_fall_out() -> None:
-    model = ReadModel(Settings(), window=3)
+    model = ReadModel(Settings(), role="test", window=3)
     model.ready.set()
     _fold(model)
     pods = model.collections["pods"]
@@ -70,7 +70,10 @@ def test_the_window_base_moves_as_old_changes_fall_out() -> None:
 
 
 def test_model_without_window_folds_the_same_state_but_keeps_no_feed() -> None:
-    watched, plain = ReadModel(Settings(), window=1000), ReadModel(Settings(), window=0)
+    watched, plain = (
+        ReadModel(Settings(), role="test", window=1000),
+        ReadModel(Settings(), role="test", window=0),
+    )
     watched.ready.set()
     _fold(watched)
     _fold(plain)
@@ -81,7 +84,7 @@ def test_model_without_window_folds_the_same_state_but_keeps_no_feed() -> None:
 
 
 async def test_wait_for_wakes_each_writer_when_its_offset_is_applied() -> None:
-    model = ReadModel(Settings(), window=0)
+    model = ReadModel(Settings(), role="test", window=0)
     tp = TopicPartition("pods", 0)
 
     def applied(next_offset: int) -> None:  # what run() does after folding a batch

@@ -13,7 +13,7 @@ from inplace.core.projection.reducers import PARTITION_SPACE, position_of, resou
 from inplace.core.projection.state import ClusterState
 from schemas import events as ev
 from schemas.envelope import Envelope
-from schemas.k8s import Pod
+from schemas.k8s import NodeStatus, Pod
 from schemas.nodeswap import planning_capacity
 from tests import factories
 
@@ -224,39 +224,32 @@ def test_events_before_creation_and_after_deletion_leave_no_pod() -> None:
     assert _fold(CREATED, ev.PodDeleted(namespace=NS, name=NAME, uid=UID), bound).pods == {}
 
 
-def test_node_keeps_initial_capacity_across_capacity_changes() -> None:
+def _resized_node(capacity: dict[str, str]) -> NodeStatus:
+    """The status of a 4-CPU / 8Gi node after a hotplug to `capacity` (= allocatable)."""
     n = factories.node("n1", cpu="4", memory="8Gi")
-    grown = {"cpu": "8", "memory": "16Gi", "pods": "110"}
     state = _fold(
         ev.NodeRegistered(name="n1", node=n),
         ev.NodeCapacityChanged(
             name="n1",
             old_capacity=n.status.capacity,
-            new_capacity=grown,
+            new_capacity=capacity,
             old_allocatable=n.status.allocatable,
-            new_allocatable=grown,
+            new_allocatable=capacity,
         ),
     )
-    status = state.nodes["n1"].status
+    return state.nodes["n1"].status
+
+
+def test_node_keeps_initial_capacity_across_capacity_changes() -> None:
+    grown = {"cpu": "8", "memory": "16Gi", "pods": "110"}
+    status = _resized_node(grown)
     assert {k: str(v) for k, v in status.capacity.items()} == grown
     assert str(status.initial_capacity["cpu"]) == "4"
     assert str(status.initial_capacity["memory"]) == "8Gi"
 
 
 def test_node_swap_is_reported_in_node_info_not_capacity() -> None:
-    n = factories.node("n1", cpu="4", memory="8Gi")
-    with_swap = {"cpu": "4", "memory": "8Gi", "pods": "110", "swap": "4Gi"}
-    state = _fold(
-        ev.NodeRegistered(name="n1", node=n),
-        ev.NodeCapacityChanged(
-            name="n1",
-            old_capacity=n.status.capacity,
-            new_capacity=with_swap,
-            old_allocatable=n.status.allocatable,
-            new_allocatable=with_swap,
-        ),
-    )
-    status = state.nodes["n1"].status
+    status = _resized_node({"cpu": "4", "memory": "8Gi", "pods": "110", "swap": "4Gi"})
     assert "swap" not in status.capacity and "swap" not in status.allocatable
     assert status.node_info.swap.capacity == 4 * 2**30
     assert str(planning_capacity(status)["swap"]) == "4Gi"

@@ -64,16 +64,20 @@ class KafkaAuth(BaseSettings):
     def sasl(self) -> bool:
         return self.security_protocol != "PLAINTEXT"
 
-    def aiokafka(self) -> dict[str, Any]:
-        """Keyword arguments for aiokafka's producer, consumer and admin client."""
-        if not self.sasl:
-            return {}
-        options: dict[str, Any] = {
+    def _sasl_options(self) -> dict[str, Any]:
+        # aiokafka and kafka-python name these four the same way.
+        return {
             "security_protocol": self.security_protocol,
             "sasl_mechanism": self.sasl_mechanism,
             "sasl_plain_username": self.username,
             "sasl_plain_password": self.password.get_secret_value(),
         }
+
+    def aiokafka(self) -> dict[str, Any]:
+        """Keyword arguments for aiokafka's producer, consumer and admin client."""
+        if not self.sasl:
+            return {}
+        options = self._sasl_options()
         if self.security_protocol == "SASL_SSL":
             options["ssl_context"] = ssl.create_default_context(
                 cafile=str(self.ca_file) if self.ca_file else None
@@ -84,12 +88,7 @@ class KafkaAuth(BaseSettings):
         """The same credentials as kafka-python's admin client takes them."""
         if not self.sasl:
             return {}
-        options: dict[str, Any] = {
-            "security_protocol": self.security_protocol,
-            "sasl_mechanism": self.sasl_mechanism,
-            "sasl_plain_username": self.username,
-            "sasl_plain_password": self.password.get_secret_value(),
-        }
+        options = self._sasl_options()
         if self.ca_file is not None:
             options["ssl_cafile"] = str(self.ca_file)
         return options

@@ -12,7 +12,7 @@ rebuild's fold).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -342,6 +342,32 @@ def reduce_node(
 
 
 # --- policy: namespaces, quotas, limit ranges ---------------------------------------------------
+
+
+Collection = Literal[
+    "pods", "nodes", "namespaces", "resourcequotas", "limitranges", "events", "clonesets"
+]
+
+
+def locate(payload: ev.EventPayload) -> tuple[Collection, Any]:
+    """(collection, key) of the object an event changes: the one answer the read models, the
+    in-memory ClusterState and the projector's loader share. Collections are named as the
+    Kubernetes resources (and the projection's tables) are."""
+    if isinstance(payload, ev.PodEvent):
+        return "pods", (payload.namespace, payload.name)
+    if isinstance(payload, ev.NodeEvent):
+        return "nodes", payload.name
+    if isinstance(payload, ev.KubeEventRecorded):
+        meta = payload.event.metadata
+        return "events", (meta.namespace or "default", meta.name or "")
+    if isinstance(payload, ev.CloneSetEvent):
+        return "clonesets", (payload.namespace, payload.name)
+    if isinstance(payload, ev.PolicyEvent):
+        kind, ns, name = policy_key(payload)
+        if kind == "Namespace":
+            return "namespaces", name
+        return ("resourcequotas" if kind == "ResourceQuota" else "limitranges"), (ns, name)
+    raise TypeError(f"no collection for {type(payload).__name__}")
 
 
 def policy_key(payload: ev.PolicyEvent) -> tuple[str, str, str]:

@@ -36,7 +36,8 @@ class Snapshot:
     def objects(self) -> int:
         s = self.state
         return sum(
-            len(c) for c in (s.pods, s.nodes, s.namespaces, s.quotas, s.limit_ranges, s.events)
+            len(c)
+            for c in (s.pods, s.nodes, s.namespaces, s.resourcequotas, s.limitranges, s.events)
         )
 
 

@@ -24,11 +24,11 @@ class ClusterState:
     pods: dict[NsName, Pod] = field(default_factory=dict)
     nodes: dict[str, Node] = field(default_factory=dict)
     namespaces: dict[str, dict[str, Any]] = field(default_factory=dict)
-    quotas: dict[NsName, ResourceQuota] = field(default_factory=dict)
-    limit_ranges: dict[NsName, LimitRange] = field(default_factory=dict)
+    resourcequotas: dict[NsName, ResourceQuota] = field(default_factory=dict)
+    limitranges: dict[NsName, LimitRange] = field(default_factory=dict)
     events: dict[NsName, Event] = field(default_factory=dict)
     # Kept in memory by read models only; the projector has no table for them yet.
-    clone_sets: dict[NsName, CloneSet] = field(default_factory=dict)
+    clonesets: dict[NsName, CloneSet] = field(default_factory=dict)
     # Keys whose object changed (or vanished) since the last `take_touched`, per collection.
     touched: dict[str, set[Any]] = field(default_factory=dict)
     # The caller never looks at an applied record again (the rebuild): reducers may keep the
@@ -40,36 +40,32 @@ class ClusterState:
         payload = env.payload
         if not payload.CHANGES_STATE:
             return
-        if isinstance(payload, ev.PodEvent):
-            key = (payload.namespace, payload.name)
-            _put(self, "pods", key, reducers.reduce_pod(self.pods.get(key), env, pos, adopt=adopt))
-        elif isinstance(payload, ev.NodeEvent):
-            name = payload.name
-            node = reducers.reduce_node(self.nodes.get(name), env, pos, adopt=adopt)
-            _put(self, "nodes", name, node)
-        elif isinstance(payload, ev.PolicyEvent):
-            kind, ns, name = reducers.policy_key(payload)
-            if kind == "Namespace":
-                _put(self, "namespaces", name, _namespace(payload, env.time, pos))
-            elif kind == "ResourceQuota":
-                quota = reducers.reduce_quota(self.quotas.get((ns, name)), env, pos, adopt=adopt)
-                _put(self, "quotas", (ns, name), quota)
-            else:
-                current = self.limit_ranges.get((ns, name))
-                lr = reducers.reduce_limit_range(current, env, pos, adopt=adopt)
-                _put(self, "limit_ranges", (ns, name), lr)
-        elif isinstance(payload, ev.KubeEventRecorded):
-            meta = payload.event.metadata
-            key = (meta.namespace or "default", meta.name or "")
-            event = reducers.reduce_event(self.events.get(key), env, pos, adopt=adopt)
-            _put(self, "events", key, event)
-        elif isinstance(payload, ev.CloneSetEvent):
-            key = (payload.namespace, payload.name)
-            _put(self, "clone_sets", key, reduce_clone_set(self.clone_sets.get(key), env, pos))
+        try:
+            collection, key = reducers.locate(payload)
+        except TypeError:
+            return  # an event no collection holds (nothing to fold)
+        objects: dict[Any, Any] = getattr(self, collection)
+        current = objects.get(key)
+        if collection == "namespaces":
+            new = _namespace(payload, env.time, pos)  # type: ignore[arg-type]
+        elif collection == "clonesets":
+            new = reduce_clone_set(current, env, pos)
+        else:
+            new = _REDUCERS[collection](current, env, pos, adopt=adopt)
+        _put(self, collection, key, new)
 
     def take_touched(self) -> dict[str, set[Any]]:
         touched, self.touched = self.touched, {}
         return touched
+
+
+_REDUCERS: dict[str, Any] = {
+    "pods": reducers.reduce_pod,
+    "nodes": reducers.reduce_node,
+    "resourcequotas": reducers.reduce_quota,
+    "limitranges": reducers.reduce_limit_range,
+    "events": reducers.reduce_event,
+}
 
 
 def _put(state: ClusterState, collection: str, key: Any, obj: Any) -> None:

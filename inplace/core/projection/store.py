@@ -17,7 +17,7 @@ import asyncpg
 from aiokafka import TopicPartition
 
 from inplace.core.bus.consumer import Batch
-from inplace.core.projection.reducers import policy_key, resource_version
+from inplace.core.projection.reducers import locate, resource_version
 from inplace.core.projection.state import ClusterState
 from inplace.core.store.migrations import check_schema_name
 from schemas import events as ev
@@ -30,9 +30,9 @@ CHECKSUM_TABLES: dict[str, str] = {
     "containers": "namespace, pod_name, name",
     "nodes": "name",
     "namespaces": "name",
-    "resource_quotas": "namespace, name",
-    "limit_ranges": "namespace, name",
-    "k8s_events": "namespace, name",
+    "resourcequotas": "namespace, name",
+    "limitranges": "namespace, name",
+    "events": "namespace, name",
     "pod_history": 'topic, partition, "offset"',
     "dead_letters": 'topic, partition, "offset"',
 }
@@ -93,13 +93,13 @@ class ProjectionStore:
             state.nodes[r["name"]] = Node.model_validate_json(r["object"])
         for r in await conn.fetch(f"SELECT name, object FROM {s}.namespaces"):
             state.namespaces[r["name"]] = json.loads(r["object"])
-        for r in await conn.fetch(f"SELECT namespace, name, object FROM {s}.resource_quotas"):
+        for r in await conn.fetch(f"SELECT namespace, name, object FROM {s}.resourcequotas"):
             key = (r["namespace"], r["name"])
-            state.quotas[key] = ResourceQuota.model_validate_json(r["object"])
-        for r in await conn.fetch(f"SELECT namespace, name, object FROM {s}.limit_ranges"):
+            state.resourcequotas[key] = ResourceQuota.model_validate_json(r["object"])
+        for r in await conn.fetch(f"SELECT namespace, name, object FROM {s}.limitranges"):
             key = (r["namespace"], r["name"])
-            state.limit_ranges[key] = LimitRange.model_validate_json(r["object"])
-        for r in await conn.fetch(f"SELECT namespace, name, object FROM {s}.k8s_events"):
+            state.limitranges[key] = LimitRange.model_validate_json(r["object"])
+        for r in await conn.fetch(f"SELECT namespace, name, object FROM {s}.events"):
             state.events[(r["namespace"], r["name"])] = Event.model_validate_json(r["object"])
         return state
 
@@ -165,33 +165,26 @@ class ProjectionStore:
 
     async def _load(self, conn: asyncpg.Connection, batch: Batch) -> ClusterState:
         """Only the objects this batch touches are read (one query per collection)."""
-        pods: set[tuple[str, str]] = set()
-        nodes: set[str] = set()
-        quotas: set[tuple[str, str]] = set()
-        limit_ranges: set[tuple[str, str]] = set()
-        events: set[tuple[str, str]] = set()
+        keys: dict[str, set[Any]] = {}
         for record in batch.records:
-            p = record.envelope.payload
-            if isinstance(p, ev.PodEvent):
-                pods.add((p.namespace, p.name))
-            elif isinstance(p, ev.NodeEvent):
-                nodes.add(p.name)
-            elif isinstance(p, ev.KubeEventRecorded):
-                events.add((p.event.metadata.namespace or "default", p.event.metadata.name or ""))
-            elif isinstance(p, ev.PolicyEvent):
-                kind, ns, name = policy_key(p)
-                if kind == "ResourceQuota":
-                    quotas.add((ns, name))
-                elif kind == "LimitRange":
-                    limit_ranges.add((ns, name))
+            try:
+                collection, key = locate(record.envelope.payload)
+            except TypeError:
+                continue
+            keys.setdefault(collection, set()).add(key)
+        pods = keys.get("pods", set())
+        nodes = keys.get("nodes", set())
+        quotas = keys.get("resourcequotas", set())
+        limit_ranges = keys.get("limitranges", set())
+        events = keys.get("events", set())
         state = ClusterState()
         for (ns, name), obj in await self._fetch_pairs(conn, "pods", pods):
             state.pods[(ns, name)] = Pod.model_validate(obj)
-        for (ns, name), obj in await self._fetch_pairs(conn, "resource_quotas", quotas):
-            state.quotas[(ns, name)] = ResourceQuota.model_validate(obj)
-        for (ns, name), obj in await self._fetch_pairs(conn, "limit_ranges", limit_ranges):
-            state.limit_ranges[(ns, name)] = LimitRange.model_validate(obj)
-        for (ns, name), obj in await self._fetch_pairs(conn, "k8s_events", events):
+        for (ns, name), obj in await self._fetch_pairs(conn, "resourcequotas", quotas):
+            state.resourcequotas[(ns, name)] = ResourceQuota.model_validate(obj)
+        for (ns, name), obj in await self._fetch_pairs(conn, "limitranges", limit_ranges):
+            state.limitranges[(ns, name)] = LimitRange.model_validate(obj)
+        for (ns, name), obj in await self._fetch_pairs(conn, "events", events):
             state.events[(ns, name)] = Event.model_validate(obj)
         if nodes:
             rows = await conn.fetch(
@@ -414,9 +407,9 @@ OBJECT_COLUMNS: dict[str, list[str]] = {
     ],
     "nodes": ["name", "capacity", "allocatable", "initial_capacity", "resource_version", "object"],
     "namespaces": ["name", "resource_version", "object"],
-    "resource_quotas": ["namespace", "name", "resource_version", "object"],
-    "limit_ranges": ["namespace", "name", "resource_version", "object"],
-    "k8s_events": [
+    "resourcequotas": ["namespace", "name", "resource_version", "object"],
+    "limitranges": ["namespace", "name", "resource_version", "object"],
+    "events": [
         "namespace",
         "name",
         "involved_kind",
@@ -435,9 +428,9 @@ _KEY_COLUMNS: dict[str, str] = {
     "containers": "namespace, pod_name",
     "nodes": "name",
     "namespaces": "name",
-    "resource_quotas": "namespace, name",
-    "limit_ranges": "namespace, name",
-    "k8s_events": "namespace, name",
+    "resourcequotas": "namespace, name",
+    "limitranges": "namespace, name",
+    "events": "namespace, name",
 }
 
 
@@ -479,8 +472,8 @@ def _touched_rows(
     live_pods = [state.pods[k] for k in pod_keys if k in state.pods]
     node_keys = sorted(touched.get("nodes", ()))
     ns_keys = sorted(touched.get("namespaces", ()))
-    quota_keys = sorted(touched.get("quotas", ()))
-    lr_keys = sorted(touched.get("limit_ranges", ()))
+    quota_keys = sorted(touched.get("resourcequotas", ()))
+    lr_keys = sorted(touched.get("limitranges", ()))
     event_keys = sorted(touched.get("events", ()))
     return [
         ("containers", pod_keys, [row for p in live_pods for row in _container_rows(p)]),
@@ -496,17 +489,21 @@ def _touched_rows(
             ],
         ),
         (
-            "resource_quotas",
+            "resourcequotas",
             quota_keys,
-            [_policy_row(k, state.quotas[k]) for k in quota_keys if k in state.quotas],
+            [
+                _policy_row(k, state.resourcequotas[k])
+                for k in quota_keys
+                if k in state.resourcequotas
+            ],
         ),
         (
-            "limit_ranges",
+            "limitranges",
             lr_keys,
-            [_policy_row(k, state.limit_ranges[k]) for k in lr_keys if k in state.limit_ranges],
+            [_policy_row(k, state.limitranges[k]) for k in lr_keys if k in state.limitranges],
         ),
         (
-            "k8s_events",
+            "events",
             event_keys,
             [_event_row(k, state.events[k]) for k in event_keys if k in state.events],
         ),

@@ -17,9 +17,9 @@ import pytest
 
 from inplace.core.bus.consumer import LogReader
 from inplace.core.bus.producer import EventProducer
-from inplace.core.localinfra import free_port
 from inplace.core.projection.state import ClusterState
 from inplace.core.settings import Settings
+from inplace.localinfra import free_port
 from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import Node

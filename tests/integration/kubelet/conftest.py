@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from inplace.core.settings import Settings
+from services.kubelet.config import KubeletConfig
 from services.kubelet.cri import RuntimeService
 from services.kubelet.kubelet import Kubelet
 from services.kubelet.runtime_fake import FakeRuntime
@@ -18,16 +19,16 @@ async def running_kubelet(
     settings: Settings, runtime: RuntimeService | None = None, **overrides: Any
 ) -> AsyncIterator[tuple[Kubelet, FakeRuntime]]:
     """The kubelet with one 4-CPU node; a FakeRuntime unless another runtime is given."""
-    node = settings.model_copy(
-        update={
-            "kubelet_nodes": 1,
-            "kubelet_node_cpu": "4",
-            "kubelet_node_memory": "8Gi",
-            **overrides,
+    config = KubeletConfig(
+        **{
+            "nodes": 1,
+            "node_cpu": "4",
+            "node_memory": "8Gi",
+            **{name.removeprefix("kubelet_"): value for name, value in overrides.items()},
         }
     )
     runtime = FakeRuntime() if runtime is None else runtime
-    kubelet = Kubelet(node, runtime)
+    kubelet = Kubelet(settings, runtime, config)
     task = asyncio.create_task(kubelet.run())
     for _ in range(600):
         if kubelet.started or task.done():

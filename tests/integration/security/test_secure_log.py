@@ -6,7 +6,6 @@ gives each role a database login, the projector the only writer."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,12 +17,12 @@ from aiokafka.errors import KafkaError, TopicAuthorizationFailedError
 
 from inplace.core.bus import auth
 from inplace.core.bus.producer import EventProducer
-from inplace.core.localinfra import KafkaBroker, PostgresCluster
-from inplace.core.localinfra.kafka import SASL_ADMIN
 from inplace.core.settings import Settings
+from inplace.localinfra import KafkaBroker, PostgresCluster
+from inplace.localinfra.kafka import SASL_ADMIN
 from schemas import events as ev
 from schemas.envelope import Envelope
-from tests.conftest import make_tmp_dir
+from tests.conftest import started_broker
 from tests.factories import node
 from tests.integration.conftest import RoleProcess, inplace
 
@@ -33,14 +32,10 @@ ADMIN_PASSWORD = "admin-" + uuid.uuid4().hex
 @pytest.fixture(scope="module")
 def sasl_broker() -> Iterator[KafkaBroker]:
     """Its own broker: SASL only, deny unless an ACL allows."""
-    root = make_tmp_dir("inplace-test-sasl-")
-    broker = KafkaBroker(root / "kafka", heap="384m", sasl_admin_password=ADMIN_PASSWORD)
-    try:
-        broker.start()
+    with started_broker(
+        "inplace-test-sasl-", heap="384m", sasl_admin_password=ADMIN_PASSWORD
+    ) as broker:
         yield broker
-    finally:
-        broker.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def as_principal(user: str, password: str, mechanism: str = "SCRAM-SHA-512") -> dict[str, str]:

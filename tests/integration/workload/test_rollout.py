@@ -74,8 +74,13 @@ async def test_template_resize_rolls_in_place_in_paced_batches(cluster: Cluster)
     assert {uid for uid, _ in proposals} == set(uids.values())
     assert all(n == 1 for n in proposals.values()), "each pod resized once per revision"
 
-    events = await cluster.call(cluster.core.list_namespaced_event, "default")
-    reasons = {e.reason for e in events.items if e.involved_object.kind == "CloneSet"}
+    async def rollout_events() -> set[str] | None:
+        # The controller posts RolloutCompleted after the status that says so: wait for it.
+        events = await cluster.call(cluster.core.list_namespaced_event, "default")
+        reasons = {e.reason for e in events.items if e.involved_object.kind == "CloneSet"}
+        return reasons if "RolloutCompleted" in reasons else None
+
+    reasons = await eventually(rollout_events)
     assert {"RolloutStarted", "BatchStarted", "RolloutCompleted"} <= reasons
 
     # An image change is not a vertical update: every pod is recreated.

@@ -21,7 +21,7 @@ NS, NAME, NODE, UID = "team-a", "web-0", "node-0", "uid-team-a-web-0"
 
 class _Feed:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.model = ReadModel(Settings(), window=0)
+        self.model = ReadModel(Settings(), role="test", window=0)
         self.scheduler = Scheduler(self.model, producer=None)  # type: ignore[arg-type]
         self.offset = 0
         self.priced = 0

@@ -1,6 +1,6 @@
 """Low-level helpers shared by the local Kafka and PostgreSQL launchers.
 
-This is the leaf module of :mod:`inplace.core.localinfra`: it holds the error type, port
+This is the leaf module of :mod:`inplace.localinfra`: it holds the error type, port
 probing, process liveness checks and a way to run a coroutine to completion from synchronous
 code, whether or not the calling thread already runs an event loop.
 """

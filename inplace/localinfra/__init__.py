@@ -4,15 +4,15 @@ No Docker: the Kafka jars come from Maven Central (cached in ``~/.cache/inplace`
 local JDK; PostgreSQL runs from the distribution's ``initdb`` / ``pg_ctl``.
 """
 
-from inplace.core.localinfra.kafka import (
+from inplace.localinfra.kafka import (
     KAFKA_VERSION,
     KafkaBroker,
     default_cache_dir,
     ensure_kafka_jars,
     find_java,
 )
-from inplace.core.localinfra.ports import LocalInfraError, free_port
-from inplace.core.localinfra.postgres import PostgresCluster, find_pg_bin
+from inplace.localinfra.ports import LocalInfraError, free_port
+from inplace.localinfra.postgres import PostgresCluster, find_pg_bin
 
 __all__ = [
     "KAFKA_VERSION",

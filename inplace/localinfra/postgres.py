@@ -34,7 +34,7 @@ from urllib.parse import quote
 
 import asyncpg
 
-from inplace.core.localinfra.ports import (
+from inplace.localinfra.ports import (
     LocalInfraError,
     ManagedServer,
     free_port,

@@ -32,7 +32,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from pydantic import SecretStr
 
 from inplace.core.bus.auth import KafkaAuth
-from inplace.core.localinfra.ports import (
+from inplace.localinfra.ports import (
     LocalInfraError,
     ManagedServer,
     free_port,
@@ -488,7 +488,7 @@ class KafkaBroker(ManagedServer):
     def _write_config(self) -> None:
         lines = [f"{key}={_escape_property(value)}" for key, value in self._properties().items()]
         self.server_properties_file.write_text(
-            "# written by inplace.core.localinfra.kafka on every start\n" + "\n".join(lines) + "\n"
+            "# written by inplace.localinfra.kafka on every start\n" + "\n".join(lines) + "\n"
         )
         self.log4j_properties_file.write_text(_LOG4J_PROPERTIES)
 

@@ -1,0 +1,68 @@
+"""Two apiserver replicas in front of one log (issue 16): each is stateless before the log, so a
+write through replica A is readable from replica B as soon as B has applied it; a read with
+`resourceVersion` (NotOlderThan, as kube-apiserver serves it) waits for exactly that, so a
+client that moves between replicas still reads its own writes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from inplace.core.settings import Settings
+from tests.integration.conftest import RoleProcess
+
+BODY = {
+    "metadata": {"name": "web"},
+    "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
+}
+
+
+@pytest.fixture
+async def replica_b(
+    settings: Settings, tmp_path: Path, apiserver: RoleProcess
+) -> AsyncIterator[RoleProcess]:
+    proc = RoleProcess("apiserver", settings, tmp_path / "apiserver-b.log", INPLACE_QUOTA_URL="")
+    proc.start()
+    await proc.ready()
+    yield proc
+    proc.stop()
+
+
+async def test_a_write_through_one_replica_is_read_from_the_other(
+    apiserver: RoleProcess, replica_b: RoleProcess
+) -> None:
+    a = f"{apiserver.url}/api/v1/namespaces/default/pods"
+    b = f"{replica_b.url}/api/v1/namespaces/default/pods"
+    async with httpx.AsyncClient(timeout=10) as http:
+        created = await http.post(a, json=BODY)
+        assert created.status_code == 201, created.text
+        rv = created.json()["metadata"]["resourceVersion"]
+
+        # Read-your-writes on B: a get with A's resourceVersion waits until B applied it.
+        got = await http.get(f"{b}/web", params={"resourceVersion": rv})
+        assert got.status_code == 200, got.text
+        assert got.json()["metadata"]["uid"] == created.json()["metadata"]["uid"]
+        listed = await http.get(b, params={"resourceVersion": rv})
+        assert [p["metadata"]["name"] for p in listed.json()["items"]] == ["web"]
+
+        # A resize through B is seen by A the same way.
+        patch = {"metadata": {"labels": {"tier": "web"}}}
+        labelled = await http.patch(
+            f"{b}/web",
+            json=patch,
+            headers={"content-type": "application/strategic-merge-patch+json"},
+        )
+        assert labelled.status_code == 200, labelled.text
+        rv2 = labelled.json()["metadata"]["resourceVersion"]
+        seen = await http.get(f"{a}/web", params={"resourceVersion": rv2})
+        assert seen.json()["metadata"]["labels"] == {"tier": "web"}
+
+        # A version no replica has reached: kube-apiserver's 504 after a bounded wait.
+        future = str(int(rv2) + 10**9 * 1024)
+        late = await http.get(f"{b}/web", params={"resourceVersion": future})
+        assert late.status_code == 504
+        assert late.json()["reason"] == "Timeout"
+        assert late.json()["message"].startswith(f"Too large resource version: {future}")
