@@ -24,18 +24,15 @@ from schemas import events as ev
 from schemas.envelope import Envelope, EventPayload
 from schemas.k8s import (
     RESOURCE_MEMORY,
-    Container,
     EventType,
     ObjectMeta,
     ObjectReference,
     Pod,
     ResourceList,
-    ResourceRequirements,
 )
 from schemas.kubeevents import event_about, reference
 from schemas.nodeswap import planning_capacity
 from schemas.quantity import Quantity
-from schemas.resources import is_sidecar
 from services.kubelet.actuation import (
     Blocked,
     ContainerRuntimeState,
@@ -46,14 +43,11 @@ from services.kubelet.actuation import (
 )
 from services.kubelet.admission import (
     POD_LEVEL,
-    Accept,
-    Deferred,
     Infeasible,
     NodeAllocation,
     Reject,
     Waiting,
     admit_pod,
-    decide_resize,
     pod_key,
     retry_order,
     with_resources,
@@ -88,12 +82,22 @@ from services.kubelet.noderesize import (
 from services.kubelet.noderesize_metrics import RESYNC_ERRORS, RESYNC_REQUESTS
 from services.kubelet.podstatus import running_event
 from services.kubelet.resizebook import ResizeBook, infeasible_detail, requested_changes
+from services.kubelet.resizestep import (
+    Resources,
+    Step,
+    actual_of,
+    allocated_event,
+    completion,
+    resizable,
+    resize_step,
+    resources_of,
+    same_resources,
+)
 
 log = logging.getLogger(__name__)
 
 NODE_KEY = ""  # queue item meaning "the node itself changed"
 STEP_TIMEOUT = 30.0  # a hung runtime call becomes an error instead of a stuck node
-Resources = dict[str, ResourceRequirements]
 
 
 @dataclass
@@ -102,53 +106,6 @@ class PodRuntime:
 
     sandbox_id: str
     containers: dict[str, str]
-
-
-def resizable(pod: Pod) -> list[Container]:
-    """Containers whose resources the kubelet manages: sidecars, then regular containers.
-    Non-sidecar init containers ran to completion and are never resized (KEP-1287)."""
-    return [c for c in pod.spec.init_containers or [] if is_sidecar(c)] + pod.spec.containers
-
-
-def resources_of(pod: Pod) -> Resources:
-    """What the kubelet allocates and actuates: each resizable container's resources, and
-    the pod-level resources under POD_LEVEL when the pod has them."""
-    resources = {c.name: c.resources for c in resizable(pod)}
-    if pod.spec.resources is not None:
-        resources[POD_LEVEL] = pod.spec.resources
-    return resources
-
-
-def _cpu_memory(r: ResourceRequirements | None) -> tuple[object, ...]:
-    r = r or ResourceRequirements()
-    pick = ("cpu", "memory")
-    return (
-        tuple((k, (r.requests or {}).get(k)) for k in pick),
-        tuple((k, (r.limits or {}).get(k)) for k in pick),
-    )
-
-
-def same_resources(
-    a: Mapping[str, ResourceRequirements | None], b: Mapping[str, ResourceRequirements | None]
-) -> bool:
-    """Equal cpu/memory requests and limits per container (quantities compare by value)."""
-    return set(a) == set(b) and all(_cpu_memory(a[n]) == _cpu_memory(b[n]) for n in a)
-
-
-def actual_of(pod: Pod) -> dict[str, ResourceRequirements | None]:
-    statuses = {
-        s.name: s
-        for s in [
-            *(pod.status.init_container_statuses or []),
-            *(pod.status.container_statuses or []),
-        ]
-    }
-    actual = {
-        c.name: statuses[c.name].resources if c.name in statuses else None for c in resizable(pod)
-    }
-    if pod.spec.resources is not None:
-        actual[POD_LEVEL] = pod.status.resources
-    return actual
 
 
 class NodeAgent:
@@ -493,18 +450,7 @@ class NodeAgent:
             return False
         admitted = decision.pod.model_copy(deep=True)
         self.checkpoint = self.checkpoint.with_pod(admitted)
-        await self._write(
-            ev.Allocated(
-                **self._ids(pod),
-                node_name=self.name,
-                containers=_allocations(admitted.spec.containers),
-                init_containers=_allocations(
-                    [c for c in admitted.spec.init_containers or [] if is_sidecar(c)]
-                ),
-                pod_resources=admitted.spec.resources,
-            ),
-            key,
-        )
+        await self._write(allocated_event(pod, admitted, self.name), key)
         if not await self._start(key, admitted):
             return False
         await self._publish_actual(key)
@@ -575,6 +521,8 @@ class NodeAgent:
         self._retry_deferred("pod_deleted")
 
     async def _reconcile_resize(self, key: str, pod: Pod) -> None:
+        """Carry out what `resize_step` decides (resizestep.py: the pure part), with the
+        bookkeeping around it: the checkpoint, metrics, the Deferred queue and its timer."""
         generation = pod.metadata.generation or 1
         allocated_pod = self.checkpoint.allocated(key)
         assert allocated_pod is not None
@@ -584,107 +532,69 @@ class NodeAgent:
             before, after = resources_of(allocated_pod), resources_of(pod)
             for resource, requirement, operation in requested_changes(before, after):
                 REQUESTED_RESIZES.labels(resource, requirement, operation).inc()
-        desired = resources_of(pod)
-        if not same_resources(desired, resources_of(allocated_pod)):
-            decision = decide_resize(self.checkpoint, pod)
-            if isinstance(decision, Deferred):
-                self._deferred(key)
-                self.book.wait(key, "deferred")
-                self._gauges()
-                if pod.status.resize != "Deferred":
-                    RESIZE_REQUESTS.labels("deferred").inc()
-                    await self._write(
-                        ev.ResizeStatusChanged(
-                            **self._ids(pod),
-                            resize="Deferred",
-                            message=decision.explained,
-                            decision=decision.record,
-                        ),
-                        key,
-                    )
-                    # Warning since 1.34, as the kubelet reports it.
-                    await self._event(pod, "ResizeDeferred", decision.explained, "Warning")
-                # A waiting proposal never stops the current allocation from being applied
-                # (e.g. one a SIGKILL cut off mid-actuation).
-                await self._actuate(key)
-                return
-            self.deferred.pop(key, None)
-            trigger = self._trigger.pop(key, None)
-            if isinstance(decision, Infeasible):
-                self.book.wait(key, "infeasible")
-                closed = self.book.close(key, "infeasible")
-                self._count(closed)
-                if closed:
-                    INFEASIBLE_RESIZES.labels(infeasible_detail(decision.record)).inc()
-                if pod.status.resize != "Infeasible":
-                    await self._write(
-                        ev.ResizeStatusChanged(
-                            **self._ids(pod),
-                            resize="Infeasible",
-                            message=decision.explained,
-                            decision=decision.record,
-                        ),
-                        key,
-                    )
-                    await self._event(pod, "ResizeInfeasible", decision.explained, "Warning")
-                await self._actuate(key)
-                return
-            assert isinstance(decision, Accept)
-            shrinks = decision.changed and _shrinks(
-                resources_of(allocated_pod), resources_of(decision.pod)
-            )
-            self.checkpoint = self.checkpoint.with_pod(decision.pod.model_copy(deep=True))
-            self._started[key] = time.monotonic()
-            self._noted.pop(key, None)  # a new allocation: earlier notes were about another
-            if self.book.accept(key):
-                DEFERRED_ACCEPTED.labels(trigger or "periodic_retry").inc()
-            self._gauges()
-            await self._write(
-                ev.Allocated(
-                    **self._ids(pod),
-                    node_name=self.name,
-                    containers=_allocations(decision.pod.spec.containers),
-                    init_containers=_allocations(
-                        [c for c in decision.pod.spec.init_containers or [] if is_sidecar(c)]
-                    ),
-                    pod_resources=decision.pod.spec.resources,
-                ),
-                key,
-            )
-            await self._write(ev.ResizeStatusChanged(**self._ids(pod), resize="InProgress"), key)
-            await self._event(pod, "ResizeStarted", f"Pod resize started (generation {generation})")
-            if shrinks:
-                self._retry_deferred("pod_resized")
-        else:
-            if key in self.deferred:
-                # The user went back to what is allocated while the resize waited.
-                self.deferred.pop(key)
-                self._count(self.book.close(key, "canceled"))
-            if pod.status.resize == "Proposed" and not same_resources(actual_of(pod), desired):
-                # A restart cut the kubelet off between Allocated and InProgress (the
-                # allocation is in the checkpoint, the runtime is behind): finish the step.
-                self._started.setdefault(key, time.monotonic())
-                await self._write(
-                    ev.ResizeStatusChanged(**self._ids(pod), resize="InProgress"), key
-                )
+        step = resize_step(self.checkpoint, pod, self.name)
+        self._book(key, pod, step)
+        if step.allocation is not None:
+            self.checkpoint = self.checkpoint.with_pod(step.allocation.model_copy(deep=True))
+        await self._carry_out(key, pod, step)
+        if step.frees_room:
+            self._retry_deferred("pod_resized")
+        if step.outcome in ("deferred", "infeasible"):
+            # A waiting proposal never stops the current allocation from being applied
+            # (e.g. one a SIGKILL cut off mid-actuation).
+            await self._actuate(key)
+            return
         if not await self._actuate(key):
             return
         pod = self._live(key)
         allocated = resources_of(self.checkpoint.allocated(key) or pod)  # type: ignore[arg-type]
-        if (
-            pod is not None
-            and pod.status.resize is not None
-            and same_resources(resources_of(pod), allocated)
-            and same_resources(actual_of(pod), allocated)
-        ):
-            await self._write(ev.ResizeStatusChanged(**self._ids(pod), resize=None), key)
-            await self._event(pod, "ResizeCompleted", "Pod resize completed")
+        done = completion(pod, allocated) if pod is not None else None
+        if done is not None and pod is not None:
+            await self._carry_out(key, pod, done)
             self._noted.pop(key, None)
             self._count(self.book.close(key, "completed"))
             started = self._started.pop(key, None)
             if started is not None:
                 POD_RESIZE_MS.labels("true").observe((time.monotonic() - started) * 1000)
             self._attempts.pop(key, None)
+
+    async def _carry_out(self, key: str, pod: Pod, step: Step) -> None:
+        for payload in step.writes:
+            await self._write(payload, key)
+        for notice in step.notices:
+            await self._event(pod, notice.reason, notice.message, notice.type)
+
+    def _book(self, key: str, pod: Pod, step: Step) -> None:
+        """Metrics and the Deferred queue for one step (kubelet_* resize metrics, ResizeBook)."""
+        if step.outcome == "deferred":
+            self._deferred(key)
+            self.book.wait(key, "deferred")
+            self._gauges()
+            if step.writes:  # newly Deferred
+                RESIZE_REQUESTS.labels("deferred").inc()
+            return
+        if step.outcome in ("unchanged", "resume"):
+            if key in self.deferred:
+                # The user went back to what is allocated while the resize waited.
+                self.deferred.pop(key)
+                self._count(self.book.close(key, "canceled"))
+            if step.outcome == "resume":
+                self._started.setdefault(key, time.monotonic())
+            return
+        self.deferred.pop(key, None)
+        trigger = self._trigger.pop(key, None)
+        if step.outcome == "infeasible":
+            self.book.wait(key, "infeasible")
+            closed = self.book.close(key, "infeasible")
+            self._count(closed)
+            if closed and isinstance(step.decision, Infeasible):
+                INFEASIBLE_RESIZES.labels(infeasible_detail(step.decision.record)).inc()
+            return
+        self._started[key] = time.monotonic()
+        self._noted.pop(key, None)  # a new allocation: earlier notes were about another
+        if self.book.accept(key):
+            DEFERRED_ACCEPTED.labels(trigger or "periodic_retry").inc()
+        self._gauges()
 
     async def _actuate(self, key: str) -> bool:
         """Bring the runtime to the allocation; True when actual == allocated."""
@@ -809,18 +719,3 @@ class NodeAgent:
             ),
             key,
         )
-
-
-def _allocations(containers: list[Container]) -> list[ev.ContainerAllocation]:
-    return [ev.ContainerAllocation(name=c.name, resources=c.resources) for c in containers]
-
-
-def _shrinks(before: Resources, after: Resources) -> bool:
-    """Does the new allocation free anything (so Deferred resizes deserve another look)?"""
-    for name, old in before.items():
-        new = after.get(name)
-        for attr in ("requests", "limits"):
-            old_rl, new_rl = getattr(old, attr) or {}, getattr(new, attr) or {} if new else {}
-            if any(k in new_rl and new_rl[k] < q for k, q in old_rl.items()):
-                return True
-    return False

@@ -233,16 +233,7 @@ def reduce_pod(
         init = any(c.name == payload.container for c in pod.spec.init_containers or [])
         cs = _container_status(pod, payload.container, init=init)
         cs.restart_count = payload.restart_count
-        previous = cs.state.running.started_at if cs.state.running else None
-        cs.last_state = ContainerState(
-            terminated=ContainerStateTerminated(
-                exit_code=0,
-                reason="Completed",
-                started_at=previous,
-                finished_at=when,
-                container_id=cs.container_id,
-            )
-        )
+        cs.last_state = _terminated(cs, when, 0, "Completed")
         cs.state = ContainerState(running=ContainerStateRunning(started_at=when))
     elif isinstance(payload, ev.PodEvicted):
         _evicted(pod, payload, when)
@@ -262,6 +253,20 @@ _KUBELET_EVENTS = (
 )
 
 
+def _terminated(cs: ContainerStatus, when: datetime, exit_code: int, reason: str) -> ContainerState:
+    """The container's running state, ended at `when`."""
+    started = cs.state.running.started_at if cs.state.running else None
+    return ContainerState(
+        terminated=ContainerStateTerminated(
+            exit_code=exit_code,
+            reason=reason,
+            started_at=started,
+            finished_at=when,
+            container_id=cs.container_id,
+        )
+    )
+
+
 def _evicted(pod: Pod, payload: ev.PodEvicted, when: datetime) -> None:
     """Evicted as Kubernetes evicts (KEP-3953 hot unplug): the pod ends Failed with the reason
     and message, keeps its nodeName (immutable once bound), its containers terminated (137,
@@ -272,17 +277,8 @@ def _evicted(pod: Pod, payload: ev.PodEvicted, when: datetime) -> None:
     status.message = payload.message
     status.resize = None
     for cs in [*(status.init_container_statuses or []), *(status.container_statuses or [])]:
-        started = cs.state.running.started_at if cs.state.running else None
-        if started is not None or cs.state.terminated is None:
-            cs.state = ContainerState(
-                terminated=ContainerStateTerminated(
-                    exit_code=137,
-                    reason="Error",
-                    started_at=started,
-                    finished_at=when,
-                    container_id=cs.container_id,
-                )
-            )
+        if cs.state.running is not None or cs.state.terminated is None:
+            cs.state = _terminated(cs, when, 137, "Error")  # killed
         cs.ready = False
         cs.started = False
     _set_condition(

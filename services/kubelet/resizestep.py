@@ -1,0 +1,202 @@
+"""One look at a pod's resize as a pure function, like Kubernetes' allocation manager:
+(the node's allocation checkpoint, the pod as the log has it) → the decision, the new
+allocation and the log events to write. The node agent (nodeagent.py) keeps the I/O: it
+writes what a Step says, updates its checkpoint, books metrics and runs the runtime.
+
+`resize_step` covers the three cases of KEP-1287's kubelet flow:
+- the desired resources differ from the allocation: decide (Accept / Deferred / Infeasible)
+  and say so once (a decision already on the pod is not written again);
+- they are equal while the pod still says Proposed and the runtime is behind: a restart cut
+  the kubelet off between Allocated and InProgress, so InProgress is written now;
+- `completion`: allocation, desired and actual agree while a resize is open: it completed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from schemas import events as ev
+from schemas.envelope import EventPayload
+from schemas.k8s import Container, EventType, Pod, ResourceRequirements
+from schemas.resources import is_sidecar
+from services.kubelet.admission import (
+    POD_LEVEL,
+    Accept,
+    Deferred,
+    Infeasible,
+    NodeAllocation,
+    decide_resize,
+    pod_key,
+)
+
+__all__ = [
+    "Resources",
+    "Step",
+    "actual_of",
+    "allocated_event",
+    "allocations",
+    "completion",
+    "resizable",
+    "resize_step",
+    "resources_of",
+    "same_resources",
+    "shrinks",
+]
+
+Resources = dict[str, ResourceRequirements]
+Outcome = Literal["unchanged", "resume", "deferred", "infeasible", "accepted"]
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A Kubernetes Event about the pod (reason, message, type)."""
+
+    reason: str
+    message: str
+    type: EventType = "Normal"
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one look at a pod's resize decided; the node agent carries it out."""
+
+    outcome: Outcome
+    decision: Accept | Deferred | Infeasible | None = None
+    allocation: Pod | None = None  # accepted: the new allocated pod for the checkpoint
+    writes: list[EventPayload] = field(default_factory=list)  # to the log, in order
+    notices: list[Notice] = field(default_factory=list)
+    frees_room: bool = False  # accepted and something shrank: retry Deferred resizes
+
+
+def resizable(pod: Pod) -> list[Container]:
+    """Containers whose resources the kubelet manages: sidecars, then regular containers.
+    Non-sidecar init containers ran to completion and are never resized (KEP-1287)."""
+    return [c for c in pod.spec.init_containers or [] if is_sidecar(c)] + pod.spec.containers
+
+
+def resources_of(pod: Pod) -> Resources:
+    """What the kubelet allocates and actuates: each resizable container's resources, and
+    the pod-level resources under POD_LEVEL when the pod has them."""
+    resources = {c.name: c.resources for c in resizable(pod)}
+    if pod.spec.resources is not None:
+        resources[POD_LEVEL] = pod.spec.resources
+    return resources
+
+
+def _cpu_memory(r: ResourceRequirements | None) -> tuple[object, ...]:
+    r = r or ResourceRequirements()
+    pick = ("cpu", "memory")
+    return (
+        tuple((k, (r.requests or {}).get(k)) for k in pick),
+        tuple((k, (r.limits or {}).get(k)) for k in pick),
+    )
+
+
+def same_resources(
+    a: Mapping[str, ResourceRequirements | None], b: Mapping[str, ResourceRequirements | None]
+) -> bool:
+    """Equal cpu/memory requests and limits per container (quantities compare by value)."""
+    return set(a) == set(b) and all(_cpu_memory(a[n]) == _cpu_memory(b[n]) for n in a)
+
+
+def actual_of(pod: Pod) -> dict[str, ResourceRequirements | None]:
+    statuses = {
+        s.name: s
+        for s in [
+            *(pod.status.init_container_statuses or []),
+            *(pod.status.container_statuses or []),
+        ]
+    }
+    actual = {
+        c.name: statuses[c.name].resources if c.name in statuses else None for c in resizable(pod)
+    }
+    if pod.spec.resources is not None:
+        actual[POD_LEVEL] = pod.status.resources
+    return actual
+
+
+def allocations(containers: list[Container]) -> list[ev.ContainerAllocation]:
+    return [ev.ContainerAllocation(name=c.name, resources=c.resources) for c in containers]
+
+
+def shrinks(before: Resources, after: Resources) -> bool:
+    """Does the new allocation free anything (so Deferred resizes deserve another look)?"""
+    for name, old in before.items():
+        new = after.get(name)
+        for attr in ("requests", "limits"):
+            old_rl, new_rl = getattr(old, attr) or {}, getattr(new, attr) or {} if new else {}
+            if any(k in new_rl and new_rl[k] < q for k, q in old_rl.items()):
+                return True
+    return False
+
+
+def _ids(pod: Pod) -> dict[str, str]:
+    meta = pod.metadata
+    return {"namespace": meta.namespace or "", "name": meta.name or "", "uid": meta.uid or ""}
+
+
+def allocated_event(pod: Pod, allocation: Pod, node_name: str) -> ev.Allocated:
+    """The checkpoint entry of an admitted pod or resize (sidecars with the containers)."""
+    sidecars = [c for c in allocation.spec.init_containers or [] if is_sidecar(c)]
+    return ev.Allocated(
+        **_ids(pod),
+        node_name=node_name,
+        containers=allocations(allocation.spec.containers),
+        init_containers=allocations(sidecars),
+        pod_resources=allocation.spec.resources,
+    )
+
+
+def resize_step(node: NodeAllocation, pod: Pod, node_name: str) -> Step:
+    """Decide `pod`'s resize against `node` (which must hold the pod's allocation)."""
+    allocated = node.allocated(pod_key(pod))
+    if allocated is None:
+        raise KeyError(pod_key(pod))
+    desired = resources_of(pod)
+    if same_resources(desired, resources_of(allocated)):
+        if pod.status.resize == "Proposed" and not same_resources(actual_of(pod), desired):
+            return Step("resume", writes=[ev.ResizeStatusChanged(**_ids(pod), resize="InProgress")])
+        return Step("unchanged")
+    decision = decide_resize(node, pod)
+    if isinstance(decision, Deferred | Infeasible):
+        state: Literal["Deferred", "Infeasible"] = (
+            "Deferred" if isinstance(decision, Deferred) else "Infeasible"
+        )
+        if pod.status.resize == state:
+            return Step(state.lower(), decision)  # type: ignore[arg-type]
+        status = ev.ResizeStatusChanged(
+            **_ids(pod), resize=state, message=decision.explained, decision=decision.record
+        )
+        # Warning since 1.34, as the kubelet reports both.
+        notice = Notice(f"Resize{state}", decision.explained, "Warning")
+        return Step(state.lower(), decision, writes=[status], notices=[notice])  # type: ignore[arg-type]
+    generation = pod.metadata.generation or 1
+    target = decision.pod
+    return Step(
+        "accepted",
+        decision,
+        allocation=target,
+        writes=[
+            allocated_event(pod, target, node_name),
+            ev.ResizeStatusChanged(**_ids(pod), resize="InProgress"),
+        ],
+        notices=[Notice("ResizeStarted", f"Pod resize started (generation {generation})")],
+        frees_room=decision.changed and shrinks(resources_of(allocated), resources_of(target)),
+    )
+
+
+def completion(pod: Pod, allocated: Resources) -> Step | None:
+    """The resize is done when desired, allocated and actual agree while one is open."""
+    if pod.status.resize is None:
+        return None
+    if not (
+        same_resources(resources_of(pod), allocated) and same_resources(actual_of(pod), allocated)
+    ):
+        return None
+    return Step(
+        "unchanged",
+        writes=[ev.ResizeStatusChanged(**_ids(pod), resize=None)],
+        notices=[Notice("ResizeCompleted", "Pod resize completed")],
+    )

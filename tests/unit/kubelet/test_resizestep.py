@@ -1,0 +1,105 @@
+"""One look at a pod's resize, as a pure function: the decision, the new allocation, and the
+log events and Kubernetes Events the node agent writes for it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schemas import events as ev
+from schemas.k8s import Pod
+from schemas.quantity import Quantity
+from services.kubelet.admission import NodeAllocation
+from services.kubelet.resizestep import completion, resize_step, resources_of
+
+
+def pod(cpu: str, *, resize: str | None = None, actual: str | None = None, name: str = "p") -> Pod:
+    rl = {"cpu": cpu, "memory": "128Mi"}
+    resources = {"requests": rl, "limits": rl}
+    status: dict[str, Any] = {"phase": "Running"}
+    if resize is not None:
+        status["resize"] = resize
+    if actual is not None:
+        a = {"cpu": actual, "memory": "128Mi"}
+        status["containerStatuses"] = [
+            {
+                "name": "c",
+                "ready": True,
+                "restartCount": 0,
+                "resources": {"requests": a, "limits": a},
+            }
+        ]
+    return Pod.model_validate(
+        {
+            "metadata": {"name": name, "namespace": "ns", "uid": f"u-{name}", "generation": 2},
+            "spec": {
+                "nodeName": "n1",
+                "containers": [{"name": "c", "image": "i", "resources": resources}],
+            },
+            "status": status,
+        }
+    )
+
+
+def node(allocated_cpu: str, cpu: str = "4", *others: Pod) -> NodeAllocation:
+    allocation = NodeAllocation(
+        name="n1", allocatable={"cpu": Quantity(cpu), "memory": Quantity("8Gi")}
+    )
+    for p in (pod(allocated_cpu), *others):
+        allocation = allocation.with_pod(p)
+    return allocation
+
+
+def kinds(payloads: list[ev.EventPayload]) -> list[tuple[str, str | None]]:
+    return [(p.TYPE, getattr(p, "resize", None)) for p in payloads]
+
+
+def test_an_accepted_resize_allocates_then_says_in_progress_and_started() -> None:
+    step = resize_step(node("1"), pod("2", resize="Proposed", actual="1"), "n1")
+    assert step.outcome == "accepted"
+    assert (
+        step.allocation is not None
+        and str(resources_of(step.allocation)["c"].requests["cpu"]) == "2"
+    )
+    assert kinds(step.writes) == [("Allocated", None), ("ResizeStatusChanged", "InProgress")]
+    assert [(n.reason, n.message) for n in step.notices] == [
+        ("ResizeStarted", "Pod resize started (generation 2)")
+    ]
+    assert not step.frees_room
+    assert resize_step(node("2"), pod("1", resize="Proposed"), "n1").frees_room
+
+
+def test_deferred_is_said_once() -> None:
+    crowded = node("1", "4", pod("2500m", name="other"))
+    first = resize_step(crowded, pod("2", resize="Proposed", actual="1"), "n1")
+    assert first.outcome == "deferred"
+    assert kinds(first.writes) == [("ResizeStatusChanged", "Deferred")]
+    assert [(n.reason, n.type) for n in first.notices] == [("ResizeDeferred", "Warning")]
+    again = resize_step(crowded, pod("2", resize="Deferred", actual="1"), "n1")
+    assert (again.outcome, again.writes, again.notices) == ("deferred", [], [])
+
+
+def test_infeasible_names_the_node_capacity() -> None:
+    step = resize_step(node("1"), pod("8", resize="Proposed", actual="1"), "n1")
+    assert step.outcome == "infeasible"
+    [status] = step.writes
+    assert isinstance(status, ev.ResizeStatusChanged) and status.resize == "Infeasible"
+    assert status.message is not None and "Node didn't have enough capacity: cpu" in status.message
+
+
+def test_a_restart_between_allocated_and_in_progress_resumes() -> None:
+    resumed = resize_step(node("2"), pod("2", resize="Proposed", actual="1"), "n1")
+    assert (resumed.outcome, kinds(resumed.writes)) == (
+        "resume",
+        [("ResizeStatusChanged", "InProgress")],
+    )
+    settled = resize_step(node("2"), pod("2", actual="2"), "n1")
+    assert (settled.outcome, settled.writes) == ("unchanged", [])
+
+
+def test_completion_when_desired_allocated_and_actual_agree() -> None:
+    allocated = resources_of(pod("2"))
+    done = completion(pod("2", resize="InProgress", actual="2"), allocated)
+    assert done is not None and kinds(done.writes) == [("ResizeStatusChanged", None)]
+    assert [n.reason for n in done.notices] == ["ResizeCompleted"]
+    assert completion(pod("2", resize="InProgress", actual="1"), allocated) is None
+    assert completion(pod("2", actual="2"), allocated) is None
