@@ -1,9 +1,12 @@
-"""apiserver restart on a long history: time until ready, and records read, from the
-projection snapshot (issue 16) versus the whole log from offset 0.
+"""Role restart on a long history: time until ready, records read and memory, from the
+projection snapshot (issue 16) versus the whole log from offset 0 (the apiserver both ways).
 
 Builds the history straight onto the log (pods created, then many resize flows each), lets
-the projector catch up, stops it, then starts an apiserver each way and times /readyz.
+the projector catch up, stops it, then starts each role and times /readyz.
 Not a test: prints figures.
+
+    .venv/bin/python -m bench.apiserver_restart --pods 5000 --resizes 20 \
+        --roles apiserver,scheduler,quota,hotplug,workload
 """
 
 from __future__ import annotations
@@ -130,10 +133,10 @@ def _ready(url: str, proc: subprocess.Popen[bytes], within: float = 1800) -> flo
     raise SystemExit("not ready")
 
 
-def _consumed(url: str) -> int:
+def _consumed(url: str, role: str) -> int:
     text = httpx.get(f"{url}/metrics", timeout=10).text
     found = re.findall(
-        r'^inplace_events_consumed_total\{role="apiserver",[^}]*\} (\S+)$', text, re.M
+        rf'^inplace_events_consumed_total\{{role="{role}",[^}}]*\}} (\S+)$', text, re.M
     )
     return int(sum(float(v) for v in found))
 
@@ -147,6 +150,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pods", type=int, default=5000)
     parser.add_argument("--resizes", type=int, default=20, help="resize flows per pod")
+    parser.add_argument("--roles", default="apiserver", help="comma separated roles to time")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="inplace-bench-restart-", dir="/tmp"))
     root.chmod(0o755)
@@ -178,20 +182,21 @@ def main() -> None:
         projector.terminate()
         projector.wait(timeout=60)
         print(f"projector caught up in {time.perf_counter() - t:.1f} s")
-        for label, snapshot in (("from the projection", "true"), ("from offset 0", "false")):
+        runs = [(role, "from the projection", "true") for role in args.roles.split(",")]
+        if "apiserver" in args.roles.split(","):
+            runs.append(("apiserver", "from offset 0", "false"))
+        for role, label, snapshot in runs:
             port = free_port()
-            api = _serve(
-                "apiserver", {**env, "INPLACE_APISERVER_START_FROM_PROJECTION": snapshot}, port
-            )
+            proc = _serve(role, {**env, "INPLACE_APISERVER_START_FROM_PROJECTION": snapshot}, port)
             url = f"http://127.0.0.1:{port}"
             try:
-                seconds = _ready(url, api)
-                read, rss = _consumed(url), _rss_mb(api.pid)
-                print(f"apiserver {label}: ready in {seconds:.1f} s, {read:,} records read, ")
+                seconds = _ready(url, proc)
+                read, rss = _consumed(url, role), _rss_mb(proc.pid)
+                print(f"{role} {label}: ready in {seconds:.1f} s, {read:,} records read, ")
                 print(f"  RSS {rss:.0f} MB")
             finally:
-                api.terminate()
-                api.wait(timeout=30)
+                proc.terminate()
+                proc.wait(timeout=30)
     finally:
         broker.stop()
         database.stop()

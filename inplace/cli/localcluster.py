@@ -78,6 +78,9 @@ class LocalCluster:
     say: object = print
     # Off only behind `inplace up --insecure-http`: plain HTTP, no authentication, loopback.
     secure: bool = True
+    # apiserver replicas: stateless in front of the log, each serves reads not older than the
+    # resourceVersion a client brings (README "Several apiservers").
+    apiservers: int = 1
     children: list[Child] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
 
@@ -106,6 +109,13 @@ class LocalCluster:
             "INPLACE_APISERVER_AUDIT_LOG": str(self.home / "logs" / "audit.log"),
         }
 
+    def _firsts(self) -> list[Child]:
+        """One child per role (the first apiserver stands for its replicas)."""
+        seen: dict[str, Child] = {}
+        for child in self.children:
+            seen.setdefault(child.role, child)
+        return list(seen.values())
+
     def _print(self, text: str) -> None:
         self.say(text)  # type: ignore[operator]
 
@@ -124,6 +134,9 @@ class LocalCluster:
         for role, port in ports.items():
             log = self.home / "logs" / f"{role}.log"
             self.children.append(Child(role, port, log, https=self.secure))
+        for replica in range(2, self.apiservers + 1):
+            log = self.home / "logs" / f"apiserver-{replica}.log"
+            self.children.append(Child("apiserver", free_port(HOST), log, https=self.secure))
         self.env = {
             **os.environ,
             "INPLACE_KAFKA_BOOTSTRAP": self.broker.bootstrap_servers,
@@ -171,7 +184,7 @@ class LocalCluster:
 
     def _wait_healthy(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        pending = {c.role: c for c in self.children}
+        pending = {f"{c.role} {c.url}": c for c in self.children}
         verify = (
             ssl.create_default_context(cafile=self.credentials.ca_cert) if self.secure else True
         )
@@ -199,9 +212,12 @@ class LocalCluster:
             f"  API server   {url}" + ("" if self.secure else "   (plain HTTP, no authentication)"),
             f"  Kafka        {self.broker.bootstrap_servers}",
             f"  PostgreSQL   {self.database.dsn('inplace')}",
-            "  roles        " + ", ".join(f"{c.role} {c.url}/metrics" for c in self.children),
+            "  roles        " + ", ".join(f"{c.role} {c.url}/metrics" for c in self._firsts()),
             f"  logs         {self.home / 'logs'}",
         ]
+        replicas = [c.url for c in self.children if c.role == "apiserver"]
+        if len(replicas) > 1:
+            lines.append("  API replicas " + ", ".join(replicas))
         if self.secure:
             lines += [
                 f"  credentials  {self.credentials.root}  (admin kubeconfig, tokens.csv, CA)",

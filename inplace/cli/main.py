@@ -100,6 +100,7 @@ def up_cmd(
     insecure_http: bool = typer.Option(
         False, "--insecure-http", help="plain HTTP, no authentication (loopback experiments)"
     ),
+    apiservers: int = typer.Option(1, "--apiservers", min=1, help="apiserver replicas"),
 ) -> None:
     """Start the local cluster (Kafka, PostgreSQL, every role), print how to use it, and
     keep it running until Ctrl-C, which stops every process it started."""
@@ -114,6 +115,7 @@ def up_cmd(
         postgres_port=postgres_port or pick_port(5432),
         say=out.print,
         secure=not insecure_http,
+        apiservers=apiservers,
     )
     stop = [False]
 

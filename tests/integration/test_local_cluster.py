@@ -1,4 +1,5 @@
-"""`inplace up` from nothing: every role healthy, then Ctrl-C leaves no process behind."""
+"""`inplace up` from nothing (two apiserver replicas): every role healthy, then Ctrl-C leaves no
+process behind."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def test_up_starts_everything_and_ctrl_c_stops_everything() -> None:
     home = make_tmp_dir("inplace-up-")
     env = {**os.environ, "INPLACE_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "inplace.cli.main", "up"],
+        [sys.executable, "-m", "inplace.cli.main", "up", "--apiservers", "2"],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -92,9 +93,30 @@ def test_up_starts_everything_and_ctrl_c_stops_everything() -> None:
         pod = json.loads(done.stdout[done.stdout.index("{") :])
         assert pod["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "200m"
         assert pod["status"].get("resize") in ("Proposed", "InProgress", None)  # may be done
+        # The second replica serves what went through the first (the same credentials).
+        replicas = re.search(r"API replicas (https://\S+), (https://\S+)", text)
+        assert replicas is not None and replicas.group(1) == roles["apiserver"], text
+        kubeconfig = {
+            **os.environ,
+            "HOME": str(home),
+            "KUBECONFIG": str(home / "pki" / "kubeconfig"),
+        }
+        for _ in range(50):
+            read = subprocess.run(
+                ["kubectl", "--server", replicas.group(2), "get", "pod", "web-0", "-o", "json"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                env=kubeconfig,
+            )
+            if read.returncode == 0:
+                break
+            time.sleep(0.2)
+        assert read.returncode == 0, read.stderr
+        assert json.loads(read.stdout)["metadata"]["uid"] == pod["metadata"]["uid"]
         # Roles and the broker are our children; pg_ctl daemonizes the postmaster.
         spawned = _descendants(proc.pid)
-        assert len(spawned) >= len(DEFAULT_PORTS) + 1
+        assert len(spawned) >= len(DEFAULT_PORTS) + 2  # + the broker and the second replica
         postmaster = PostgresCluster(home / "postgres").pid
         assert postmaster is not None
         spawned.add(postmaster)
