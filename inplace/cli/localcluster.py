@@ -64,6 +64,7 @@ class Child:
     restarts: int = 0
     next_start: float = 0.0
     https: bool = False
+    env: dict[str, str] = field(default_factory=dict)  # this process's own settings
 
     @property
     def url(self) -> str:
@@ -81,6 +82,9 @@ class LocalCluster:
     # apiserver replicas: stateless in front of the log, each serves reads not older than the
     # resourceVersion a client brings (README "Several apiservers").
     apiservers: int = 1
+    # kubelet processes: one consumer group shares the nodes between them (README "Several
+    # kubelets"); each gets its own static member name.
+    kubelets: int = 1
     children: list[Child] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
 
@@ -137,6 +141,12 @@ class LocalCluster:
         for replica in range(2, self.apiservers + 1):
             log = self.home / "logs" / f"apiserver-{replica}.log"
             self.children.append(Child("apiserver", free_port(HOST), log, https=self.secure))
+        for replica in range(2, self.kubelets + 1):
+            log = self.home / "logs" / f"kubelet-{replica}.log"
+            self.children.append(Child("kubelet", free_port(HOST), log, https=self.secure))
+        kubelets = [c for c in self.children if c.role == "kubelet"]
+        for n, child in enumerate(kubelets, start=1):
+            child.env["INPLACE_KUBELET_INSTANCE"] = f"kubelet-{n}"
         self.env = {
             **os.environ,
             "INPLACE_KAFKA_BOOTSTRAP": self.broker.bootstrap_servers,
@@ -174,7 +184,7 @@ class LocalCluster:
                 "--port",
                 str(child.port),
             ],
-            env=self.env,
+            env={**self.env, **child.env},
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -218,6 +228,9 @@ class LocalCluster:
         replicas = [c.url for c in self.children if c.role == "apiserver"]
         if len(replicas) > 1:
             lines.append("  API replicas " + ", ".join(replicas))
+        kubelets = [c.url for c in self.children if c.role == "kubelet"]
+        if len(kubelets) > 1:
+            lines.append("  kubelets     " + ", ".join(f"{url}/metrics" for url in kubelets))
         if self.secure:
             lines += [
                 f"  credentials  {self.credentials.root}  (admin kubeconfig, tokens.csv, CA)",

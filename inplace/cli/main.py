@@ -101,6 +101,9 @@ def up_cmd(
         False, "--insecure-http", help="plain HTTP, no authentication (loopback experiments)"
     ),
     apiservers: int = typer.Option(1, "--apiservers", min=1, help="apiserver replicas"),
+    kubelets: int = typer.Option(
+        1, "--kubelets", min=1, help="kubelet processes sharing the nodes (one consumer group)"
+    ),
 ) -> None:
     """Start the local cluster (Kafka, PostgreSQL, every role), print how to use it, and
     keep it running until Ctrl-C, which stops every process it started."""
@@ -116,6 +119,7 @@ def up_cmd(
         say=out.print,
         secure=not insecure_http,
         apiservers=apiservers,
+        kubelets=kubelets,
     )
     stop = [False]
 

@@ -186,6 +186,8 @@ class ReadModel:
         # exactly the waiters it satisfies (a Condition woke every waiter on every batch).
         self._waiters: dict[TopicPartition, list[tuple[int, int, asyncio.Future[None]]]] = {}
         self._waiter_seq = 0
+        self._follower: LogFollower | None = None
+        self._partitions: list[TopicPartition] = []
 
     def objects(self, collection: str) -> dict[Any, Any]:
         objects: dict[Any, Any] = getattr(self.state, collection)
@@ -226,6 +228,7 @@ class ReadModel:
         resume = await self._start_from_snapshot()
         follower = LogFollower(self.settings.kafka_bootstrap, self.topics, role=self.role)
         tps = await follower.start(resume)
+        self._follower, self._partitions = follower, tps
         try:
             catch_up = await follower.end_offsets(tps)
             self._check_ready(catch_up)
@@ -323,6 +326,17 @@ class ReadModel:
                 await waiter
         finally:
             waiter.cancel()  # a timed-out waiter is skipped when its offset comes
+
+    async def caught_up(self, within: float = 60.0) -> None:
+        """Return once everything on the log now has been applied: a holder taking over work
+        another process did (a kubelet given a node in a rebalance) sees all it wrote."""
+        if self._follower is None:
+            raise RuntimeError("the read model is not following the log yet")
+        ends = await self._follower.end_offsets(self._partitions)
+        async with asyncio.timeout(within):
+            for tp, end in ends.items():
+                if end > 0:
+                    await self.wait_for(Position(tp.topic, tp.partition, end - 1), within=within)
 
     def _release(self, tp: TopicPartition, next_offset: int) -> None:
         waiters = self._waiters.get(tp)

@@ -1,8 +1,9 @@
 """The kubelet process: many simulated nodes, one read model of pods and nodes, one runtime.
 
 Start-up follows KEP-1287's Kubelet Restart Tolerance: fold the log (the read model replays it
-from offset 0), register missing nodes, re-admit every pod from its allocated checkpoint
-first, and only then look at pending resizes.
+from offset 0), join the kubelet group for a share of the nodes, register missing nodes,
+re-admit every pod of them from its allocated checkpoint first, and only then look at pending
+resizes. A node that moves to this process in a rebalance is taken over the same way.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from schemas.nodeswap import planning_capacity
 from services.kubelet.admission import POD_LEVEL, NodeAllocation
 from services.kubelet.config import KubeletConfig
 from services.kubelet.cri import RuntimeService
+from services.kubelet.leases import NodeLeases
+from services.kubelet.metrics import OWNED_NODE
 from services.kubelet.nodeagent import NODE_KEY, NodeAgent
 from services.kubelet.nodes import node_names, node_object
+from services.kubelet.ownership import owned
 from services.kubelet.resizebook import ResizeBook
 from services.kubelet.runtime_cgroup import CgroupRuntime, cgroup_support
 from services.kubelet.runtime_fake import FakeRuntime
@@ -51,6 +55,12 @@ async def open_runtime(settings: Settings, config: KubeletConfig) -> AsyncIterat
 
 
 class Kubelet:
+    """One kubelet process. Processes of one configuration (the same node names) share the
+    nodes through a consumer group on the `nodes` topic (`leases.NodeLeases`): each serves the
+    nodes of the partitions it is assigned, and a rebalance moves whole nodes, re-admitted by
+    their new owner from the allocation checkpoint on the log (KEP-1287 restart tolerance,
+    across processes)."""
+
     def __init__(
         self, settings: Settings, runtime: RuntimeService, config: KubeletConfig | None = None
     ) -> None:
@@ -66,10 +76,22 @@ class Kubelet:
         self.causes: dict[str, Envelope] = {}
         # One book of resize outcomes for every node this process serves (pod keys are unique).
         self.book = ResizeBook()
-        self.started = False
+        self.started = False  # the first assignment is served
+        self.serving = False  # between a revocation and the next assignment: no node is ours
+        self.partitions: set[int] = set()
+        self.leases = NodeLeases(
+            settings.kafka_bootstrap,
+            topic=settings.topic(ev.NODES),
+            group=f"{settings.topic_prefix}{ROLE}-{self.config.node_prefix}",
+            on_assigned=self._assigned,
+            on_revoked=self._revoked,
+            session_timeout=self.config.group_session_timeout,
+            instance=f"{self.config.instance}/{self.config.node_prefix}",
+            stop_timeout=self.config.runtime_timeout,
+        )
         # pod key → the node agent it was last routed to (the only one that may hold it).
         self._routed: dict[str, str] = {}
-        self._workers: set[asyncio.Task[None]] = set()
+        self._workers: dict[str, asyncio.Task[None]] = {}
         self._writer: LogWriter
         self.model.on_apply(self._on_apply)
 
@@ -97,8 +119,16 @@ class Kubelet:
         elif isinstance(payload, ev.NodeEvent) and self.started:
             if payload.name in self.agents:
                 self.agents[payload.name].enqueue(NODE_KEY)
-            elif isinstance(payload, ev.NodeRegistered) and _is_simulated(payload.node):
+            elif (
+                isinstance(payload, ev.NodeRegistered)
+                and self.serving
+                and _is_simulated(payload.node)
+                and self._mine(payload.name)
+            ):
                 self._adopt(payload.name)
+
+    def _mine(self, node: str) -> bool:
+        return bool(owned([node], self.partitions, self.leases.count))
 
     def _route(self, key: str) -> None:
         namespace, _, name = key.partition("/")
@@ -119,35 +149,83 @@ class Kubelet:
         )
         await producer.start()
         follower = asyncio.create_task(self.model.run(), name="read-model")
+        leases: asyncio.Task[None] | None = None
         try:
             await self._wait_ready(follower)
             self._writer = LogWriter(producer, self.model, ROLE)
-            for name in self.names:
-                if self.model.get("nodes", name) is None:
-                    await self._writer.write(
-                        ev.NodeRegistered(name=name, node=node_object(self.config, name))
-                    )
-            adopted = [
-                n for n, node in sorted(self.model.objects("nodes").items()) if _is_simulated(node)
-            ]
-            for name in dict.fromkeys([*self.names, *adopted]):
-                self._make_agent(name)
-            self.started = True
-            await self._restart_tolerance()
-            for agent in self.agents.values():
-                self._start_worker(agent)
-            log.info("kubelet serving %d node(s)", len(self.agents))
-            while True:  # a crashed worker or read model ends the kubelet (the supervisor restarts)
+            leases = asyncio.create_task(self.leases.run(), name="node-leases")
+            while True:  # a crashed worker, group member or read model ends the kubelet
+                workers = list(self._workers.values())
                 done, _ = await asyncio.wait(
-                    [follower, *self._workers], return_when="FIRST_EXCEPTION", timeout=1.0
+                    [follower, leases, *workers], return_when="FIRST_EXCEPTION", timeout=1.0
                 )
                 for task in done:
-                    task.result()
+                    if not task.cancelled():  # a worker stopped for a rebalance
+                        task.result()
         finally:
             follower.cancel()
-            for worker in self._workers:
+            for worker in self._workers.values():
                 worker.cancel()
+            if leases is not None:
+                leases.cancel()
+                await asyncio.gather(leases, return_exceptions=True)  # the consumer stops
             await producer.stop()
+
+    async def _revoked(self, partitions: set[int]) -> None:
+        """Kafka takes partitions back: stop serving their nodes before returning, each after
+        the pod in hand (another process may start them as soon as the group has rejoined)."""
+        self.serving = False
+        leaving = [n for n in self.agents if owned([n], partitions, self.leases.count)]
+        for name in leaving:
+            await self._stop_worker(name)
+        if leaving:
+            log.info("kubelet stopped %d node(s) for a rebalance", len(leaving))
+
+    async def _assigned(self, partitions: set[int]) -> None:
+        """Serve the nodes of `partitions`: nodes kept carry on; nodes new to this process are
+        re-admitted from the checkpoint once everything their last owner wrote is applied."""
+        self.partitions = partitions
+        await self.model.caught_up()
+        simulated = [n for n, node in self.model.objects("nodes").items() if _is_simulated(node)]
+        mine = owned(dict.fromkeys([*self.names, *simulated]), partitions, self.leases.count)
+        for name in [n for n in self.agents if n not in mine]:
+            await self._stop_worker(name)
+            del self.agents[name]
+            with contextlib.suppress(KeyError):
+                OWNED_NODE.remove(name)
+        self._routed = {k: n for k, n in self._routed.items() if n in mine}
+        for name in sorted(mine):
+            if name in self.names and self.model.get("nodes", name) is None:
+                await self._writer.write(
+                    ev.NodeRegistered(name=name, node=node_object(self.config, name))
+                )
+        new = [self._make_agent(n) for n in sorted(mine) if n not in self.agents]
+        self.started = True
+        await self._restart_tolerance({a.name for a in new})
+        for name in sorted(mine):
+            if name not in self._workers:
+                self._start_worker(self.agents[name])
+            OWNED_NODE.labels(name).set(1)
+        self.serving = True
+        log.info(
+            "kubelet serving %d node(s) (partitions %s of %s; %d new)",
+            len(self.agents),
+            sorted(partitions),
+            self.leases.topic,
+            len(new),
+        )
+
+    async def _stop_worker(self, name: str) -> None:
+        task = self._workers.pop(name, None)
+        if task is None:
+            return
+        agent = self.agents[name]
+        agent.stopping = True
+        if not agent.busy:
+            task.cancel()  # idle on its queue: nothing in hand
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        agent.stopping = False
 
     def _make_agent(self, name: str) -> NodeAgent:
         node = self.model.get("nodes", name)
@@ -175,12 +253,13 @@ class Kubelet:
         return agent
 
     def _start_worker(self, agent: NodeAgent) -> None:
-        self._workers.add(asyncio.create_task(agent.run(), name=f"node {agent.name}"))
+        self._workers[agent.name] = asyncio.create_task(agent.run(), name=f"node {agent.name}")
 
     def _adopt(self, name: str) -> None:
         """A simulated node registered while we run (kwok-style annotation): serve it too."""
         log.info("adopting simulated node %s", name)
         self._start_worker(self._make_agent(name))
+        OWNED_NODE.labels(name).set(1)
 
     async def _wait_ready(self, follower: asyncio.Task[None]) -> None:
         waiter = asyncio.create_task(self.model.ready.wait())
@@ -189,11 +268,11 @@ class Kubelet:
             waiter.cancel()
             follower.result()
 
-    async def _restart_tolerance(self) -> None:
-        """Re-admit every pod from its allocated resources first; then every pod on our nodes
-        goes through reconcile (pending resizes, unfinished actuation) in log order."""
+    async def _restart_tolerance(self, nodes: set[str]) -> None:
+        """Re-admit every pod of `nodes` from its allocated resources first; then each goes
+        through reconcile (pending resizes, unfinished actuation) in log order."""
         mine = sorted(
-            (p for p in self.model.objects("pods").values() if p.spec.node_name in self.agents),
+            (p for p in self.model.objects("pods").values() if p.spec.node_name in nodes),
             key=lambda p: int(p.metadata.resource_version or 0),
         )
         for pod in mine:

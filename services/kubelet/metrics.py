@@ -42,3 +42,8 @@ RUNTIME_OP_SECONDS = Histogram(
 RUNTIME_OP_ERRORS = Counter(
     "kubelet_runtime_operations_errors_total", "Failed runtime calls", ["operation_type"]
 )
+OWNED_NODE = Gauge(
+    "inplace_kubelet_node_owned",
+    "1 for each node this kubelet process serves (its consumer group's share of the nodes)",
+    ["node"],
+)

@@ -147,6 +147,9 @@ class NodeAgent:
         self._seen_generation: dict[str, int] = {}
         self._capacity: dict[str, Any] | None = capacity  # as at registration/restart
         self._resync_failed = 0
+        # Set while a pod (or the node) is in hand; `stopping` ends `run` after it.
+        self.busy = False
+        self.stopping = False
 
     # --- queue ------------------------------------------------------------------------------
 
@@ -221,9 +224,12 @@ class NodeAgent:
         self._retry_timer = asyncio.get_running_loop().call_later(every, self._periodic_retry)
 
     async def run(self) -> None:
-        while True:
+        """Work the queue until `stopping`: a node moving to another kubelet process stops
+        between two pods, never inside one (what a step wrote is on the log when it ends)."""
+        while not self.stopping:
             key = await self._queue.get()
             self._queued.discard(key)
+            self.busy = True
             try:
                 if key == NODE_KEY:
                     await self._node_changed()
@@ -236,6 +242,8 @@ class NodeAgent:
                 log.exception("%s: reconcile of %s failed; retrying", self.name, key)
                 if key != NODE_KEY:
                     self._retry_later(key)
+            finally:
+                self.busy = False
 
     # --- helpers ----------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""`inplace up` from nothing (two apiserver replicas): every role healthy, then Ctrl-C leaves no
-process behind."""
+"""`inplace up` from nothing (two apiserver replicas, two kubelets): every role healthy, then
+Ctrl-C leaves no process behind."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_up_starts_everything_and_ctrl_c_stops_everything() -> None:
     home = make_tmp_dir("inplace-up-")
     env = {**os.environ, "INPLACE_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "inplace.cli.main", "up", "--apiservers", "2"],
+        [sys.executable, "-m", "inplace.cli.main", "up", "--apiservers", "2", "--kubelets", "2"],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -93,6 +93,21 @@ def test_up_starts_everything_and_ctrl_c_stops_everything() -> None:
         pod = json.loads(done.stdout[done.stdout.index("{") :])
         assert pod["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "200m"
         assert pod["status"].get("resize") in ("Proposed", "InProgress", None)  # may be done
+        # Two kubelet processes share the nodes: each node served by exactly one of them.
+        kubelets = re.search(r"kubelets +(\S+)/metrics, (\S+)/metrics", text)
+        assert kubelets is not None, text
+        with httpx.Client(
+            timeout=5, verify=ssl.create_default_context(cafile=home / "pki" / "ca.crt")
+        ) as client:
+            served = [
+                re.findall(
+                    r'^inplace_kubelet_node_owned\{node="([^"]+)"\} 1\.0$',
+                    client.get(f"{url}/metrics").text,
+                    re.M,
+                )
+                for url in kubelets.groups()
+            ]
+        assert sorted(served[0] + served[1]) == ["node-0"], served
         # The second replica serves what went through the first (the same credentials).
         replicas = re.search(r"API replicas (https://\S+), (https://\S+)", text)
         assert replicas is not None and replicas.group(1) == roles["apiserver"], text
@@ -116,7 +131,7 @@ def test_up_starts_everything_and_ctrl_c_stops_everything() -> None:
         assert json.loads(read.stdout)["metadata"]["uid"] == pod["metadata"]["uid"]
         # Roles and the broker are our children; pg_ctl daemonizes the postmaster.
         spawned = _descendants(proc.pid)
-        assert len(spawned) >= len(DEFAULT_PORTS) + 2  # + the broker and the second replica
+        assert len(spawned) >= len(DEFAULT_PORTS) + 3  # + the broker, 2nd replica, 2nd kubelet
         postmaster = PostgresCluster(home / "postgres").pid
         assert postmaster is not None
         spawned.add(postmaster)

@@ -263,7 +263,17 @@ def test_role_healthcheck_and_ports_use_its_port(role: str, services: dict[str, 
     for published in svc.get("ports") or []:
         assert published.get("host_ip") == "127.0.0.1", "publish on loopback only"
         assert published["target"] == port
-        assert int(published["published"]) == port
+        # The first host port is the role's; a range lets `--scale` give each replica one.
+        assert int(str(published["published"]).split("-")[0]) == port
+
+
+def test_the_kubelet_scales_out(services: dict[str, Service]) -> None:
+    """`--scale kubelet=3` needs a host port per replica, and no fixed member name (each
+    container's hostname is its static member name in the kubelet group)."""
+    (published,) = services["kubelet"]["ports"]
+    first, last = (int(p) for p in str(published["published"]).split("-"))
+    assert last - first + 1 >= 3
+    assert "INPLACE_KUBELET_INSTANCE" not in (services["kubelet"].get("environment") or {})
 
 
 @pytest.mark.parametrize("role", ROLE_NAMES)
