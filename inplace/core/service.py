@@ -26,7 +26,12 @@ from inplace.core.bus.producer import EventProducer
 from inplace.core.observability import gcpauses
 from inplace.core.security.authn import Authenticator
 from inplace.core.security.credentials import Credentials
-from inplace.core.security.guard import RequireCaller
+from inplace.core.security.guard import (
+    RequireCaller,
+    caller_of,
+    may_read_metrics,
+    unauthorized,
+)
 from inplace.core.security.tls import serving_tls
 from inplace.core.settings import Settings
 
@@ -64,10 +69,15 @@ class RoleServer:
         self._ready = ready
         self._tasks: list[asyncio.Task[None]] = []
         self.tls = serving_tls(settings.credentials_dir(), settings.insecure_http, host, role)
+        # Who is calling: a client certificate from the cluster CA or a token (HTTPS only).
+        self._authenticator = (
+            Authenticator(Credentials(self.tls.client_ca_file.parent).read_tokens())
+            if self.tls is not None
+            else None
+        )
         own: list[BaseRoute] = list(routes)
-        if own and callers is not None and self.tls is not None:
-            tokens = Credentials(self.tls.client_ca_file.parent).read_tokens()
-            guarded = RequireCaller(Starlette(routes=own), Authenticator(tokens), callers, role)
+        if own and callers is not None and self._authenticator is not None:
+            guarded = RequireCaller(Starlette(routes=own), self._authenticator, callers, role)
             own = [Mount("", app=guarded)]
         self.app = Starlette(
             routes=[
@@ -100,6 +110,10 @@ class RoleServer:
         return PlainTextResponse("not ready", status_code=503)
 
     async def _metrics(self, request: Request) -> Response:
+        caller, bad_credentials = caller_of(request.scope, self._authenticator)
+        peer = request.client.host if request.client is not None else None
+        if not may_read_metrics(peer, caller, bad_credentials=bad_credentials):
+            return unauthorized()
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
     async def run(self, loops: dict[str, Loop]) -> None:

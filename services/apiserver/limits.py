@@ -7,6 +7,9 @@
   and not counted, as in kube-apiserver);
 - at most `max_watches_per_client` open watches per client address;
 - a client that sends its body slower than `request_body_timeout` seconds gets a 408.
+
+They run behind authentication (inside `AuthGate`), so every refusal is in the audit log with
+the user it refused.
 """
 
 from __future__ import annotations

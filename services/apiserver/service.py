@@ -69,7 +69,10 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
     audit = AuditLog(config.audit_log) if config.audit_log else None
     # No credentials directory: the explicit plain-HTTP mode (RoleServer refuses any other).
     authenticator = Authenticator(credentials.read_tokens()) if credentials else None
-    gate = AuthGate(ReadinessGate(app, ready.is_set), authenticator, authorizer, audit)
+    # The limits sit inside the gate (as kube-apiserver's max-in-flight filter sits inside
+    # authentication and audit): a 413 or 429 is audited, with the user it refused.
+    limited = LimitRequests(ReadinessGate(app, ready.is_set), config.limits())
+    gate = AuthGate(limited, authenticator, authorizer, audit)
 
     async def bootstrap() -> None:
         await model.ready.wait()
@@ -84,7 +87,7 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         settings,
         host=host,
         port=port,
-        routes=[Mount("", app=LimitRequests(gate, config.limits()))],
+        routes=[Mount("", app=gate)],
         ready=ready.is_set,
     )
     try:

@@ -129,6 +129,22 @@ def test_up_starts_everything_and_ctrl_c_stops_everything() -> None:
             time.sleep(0.2)
         assert read.returncode == 0, read.stderr
         assert json.loads(read.stdout)["metadata"]["uid"] == pod["metadata"]["uid"]
+        # The printed exports name this cluster, and an `inplace` command that reads
+        # INPLACE_API_URL and KUBECONFIG (a small `inplace load`) works with them as printed.
+        exports = dict(re.findall(r"export (\w+)=(\S+)", text))
+        assert exports["INPLACE_API_URL"] == roles["apiserver"], text
+        assert exports["KUBECONFIG"] == str(home / "pki" / "kubeconfig")
+        small_load = ("--nodes", "1", "--pods", "2", "--resizes", "2", "--deferred", "0")
+        loaded = subprocess.run(
+            [sys.executable, "-m", "inplace.cli.main", "load", *small_load, "--infeasible", "0"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env={**env, **exports, "COLUMNS": "250"},
+        )
+        assert loaded.returncode == 0, loaded.stdout + loaded.stderr
+        assert "all resizes accounted for" in loaded.stdout, loaded.stdout
         # Roles and the broker are our children; pg_ctl daemonizes the postmaster.
         spawned = _descendants(proc.pid)
         assert len(spawned) >= len(DEFAULT_PORTS) + 3  # + the broker, 2nd replica, 2nd kubelet

@@ -19,7 +19,7 @@ from inplace.core.projection.replay import pod_history
 from inplace.core.security.credentials import Credentials
 from inplace.core.settings import Settings
 from tests import factories
-from tests.integration.conftest import RoleProcess, call
+from tests.integration.conftest import RoleProcess, call, inplace, until
 from tests.integration.security.conftest import as_user, start_secure_apiserver, token_of
 
 pytestmark = pytest.mark.integration
@@ -69,6 +69,13 @@ async def test_official_client_does_the_tour_with_the_written_kubeconfig(
     assert asked["ResizeProposed"] is not None
     assert asked["ResizeProposed"].username == "inplace-admin"
     assert asked["PodCreated"] is not None
+    # ... and `inplace replay history` shows it, in its `user` column.
+    shown = await call(inplace, settings, "replay", "history", "default/web-0", "-o", "json")
+    assert shown.returncode == 0, shown.stderr
+    rows = [json.loads(line) for line in shown.stdout.splitlines()]
+    users = {row["event"]: row["user"] for row in rows}
+    assert users["ResizeProposed"] == "inplace-admin", rows
+    assert users["PodCreated"] == "inplace-admin", rows
 
 
 async def test_no_credentials_or_a_wrong_token_is_401_and_health_stays_open(
@@ -260,5 +267,18 @@ async def test_a_body_over_3_mib_is_413_and_a_burst_over_the_limit_is_429(
             assert len(listed.json()["items"]) == created
             await _watch_cap_and_slow_body(admin)
         assert proc.alive() and await proc.healthz() == 200
+        # Refusals are audited too, with the user they refused.
+        refused = await until(
+            lambda: [
+                e
+                for e in _audit(tmp_path)
+                if e["verb"] == "create" and e["responseStatus"]["code"] in (413, 429)
+            ],
+            lambda events: len(events) == 1 + codes.count(429),
+            "the 413 and the 429s in the audit log",
+        )
+        assert [e["responseStatus"]["code"] for e in refused].count(413) == 1
+        assert {e["user"]["username"] for e in refused} == {"inplace-admin"}
+        assert {e["objectRef"]["resource"] for e in refused} == {"pods"}
     finally:
         proc.stop()

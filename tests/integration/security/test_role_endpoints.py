@@ -1,6 +1,7 @@
 """The roles' own APIs under credentials: the quota webhook answers only the apiserver (and
-admins), the hotplug API only admins; health and metrics stay readable; the apiserver reaches
-the webhook with its client certificate."""
+admins), the hotplug API only admins; health stays readable and /metrics too on loopback (a
+wrong token is a 401 even there); the apiserver reaches the webhook with its client
+certificate."""
 
 from __future__ import annotations
 
@@ -36,13 +37,17 @@ async def test_quota_webhook_and_hotplug_api_take_only_their_callers(
         review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}
         async with quota.client(base_url=quota.url) as anonymous:
             assert (await anonymous.post("/admit", json=review)).status_code == 401
-            assert (await anonymous.get("/metrics")).status_code == 200
+            assert (await anonymous.get("/metrics")).status_code == 200  # from loopback
+            wrong = {"Authorization": "Bearer not-a-token"}
+            assert (await anonymous.get("/metrics", headers=wrong)).status_code == 401
         async with as_user(quota, credentials, "workload") as workload:
             refused = await workload.post("/admit", json=review)
             assert refused.status_code == 403
             assert refused.json()["message"] == (
                 'User "system:inplace:workload-controller" cannot call the quota API'
             )
+            # Any authenticated caller may read /metrics (from off-host too: a unit test).
+            assert "python_info" in (await workload.get("/metrics")).text
         async with as_user(hotplug, credentials, "workload") as workload:
             refused = await workload.post("/api/v1/nodes/n1/resize", json={"cpu": "16"})
             assert refused.status_code == 403
