@@ -7,7 +7,6 @@ import json
 import asyncpg
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from inplace.cli.errors import fail, run_async
 from inplace.cli.output import OUTPUT, check_format, print_document, print_rows
@@ -155,33 +154,38 @@ def state_cmd(
     if print_document(document, fmt):
         return
     out.print(f"state at {position} ({cut.isoformat()})")
-    pods = Table("namespace/name", "node", "phase", "resize", "desired", "allocated", "actual")
+    pods = []
     for (ns, name), p in sorted(state.pods.items()):
         statuses = {c.name: c for c in p.status.container_statuses or []}
         for c in p.spec.containers:
             st = statuses.get(c.name)
-            pods.add_row(
-                f"{ns}/{name}[{c.name}]",
-                p.spec.node_name or "",
-                p.status.phase or "",
-                p.status.resize or "",
-                _short(c.resources.to_k8s()),
-                _short({k: str(v) for k, v in (st.allocated_resources or {}).items()})
-                if st
-                else "",
-                _short(st.resources.to_k8s()) if st and st.resources else "",
+            pods.append(
+                {
+                    "namespace/name": f"{ns}/{name}[{c.name}]",
+                    "node": p.spec.node_name or "",
+                    "phase": p.status.phase or "",
+                    "resize": p.status.resize or "",
+                    "desired": _short(c.resources.to_k8s()),
+                    "allocated": _short(
+                        {k: str(v) for k, v in (st.allocated_resources or {}).items()}
+                    )
+                    if st
+                    else "",
+                    "actual": _short(st.resources.to_k8s()) if st and st.resources else "",
+                }
             )
-    out.print(pods)
-    nodes = Table("node", "capacity", "allocatable", "initialCapacity")
-    for name, n in sorted(state.nodes.items()):
-        st = n.status
-        nodes.add_row(
-            name,
-            _resources(st.capacity),
-            _resources(st.allocatable),
-            _resources(st.initial_capacity),
-        )
-    out.print(nodes)
+    pod_columns = ["namespace/name", "node", "phase", "resize", "desired", "allocated", "actual"]
+    print_rows(pods, pod_columns, "table", console=out)
+    nodes = [
+        {
+            "node": name,
+            "capacity": _resources(n.status.capacity),
+            "allocatable": _resources(n.status.allocatable),
+            "initialCapacity": _resources(n.status.initial_capacity),
+        }
+        for name, n in sorted(state.nodes.items())
+    ]
+    print_rows(nodes, ["node", "capacity", "allocatable", "initialCapacity"], "table", console=out)
 
 
 def _short(value: object) -> str:
