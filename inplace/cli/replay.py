@@ -24,9 +24,14 @@ def rebuild_cmd(
         False, help="swap the rebuilt projection in for the live one (atomic, under a lock)"
     ),
     shadow: str = typer.Option("projection_rebuild", help="schema to rebuild into"),
+    output: str = OUTPUT,
 ) -> None:
     """Replay every topic from offset 0 into a fresh schema, up to exactly the live
-    projection's offsets, and print both checksums (exit 1 if they differ)."""
+    projection's offsets, and print both checksums (`-o json|yaml`: one document).
+
+    Exit codes: 0 rebuilt (and equal to the live projection, if any), 1 the checksums differ
+    or Kafka/PostgreSQL unreachable, 2 bad option."""
+    fmt = check_format(output)
     s = Settings()
     report = run_async(
         rebuild(
@@ -38,20 +43,33 @@ def rebuild_cmd(
             topic_prefix=s.topic_prefix,
         )
     )
-    out.print(
-        f"replayed {report.events} events in {report.seconds:.2f}s "
-        f"({report.events_per_second:,.0f} events/s)"
-    )
-    out.print(f"rebuilt checksum {report.rebuilt_checksum}")
-    if report.live_checksum is None:
-        out.print("live checksum    (no live projection yet)")
-    else:
-        out.print(f"live checksum    {report.live_checksum}")
-    if report.replaced:
-        out.print(f"the rebuilt projection replaced schema {s.projection_schema}")
-    if report.live_checksum is not None and report.live_checksum != report.rebuilt_checksum:
+    differ = report.live_checksum is not None and report.live_checksum != report.rebuilt_checksum
+    document = {
+        "events": report.events,
+        "seconds": round(report.seconds, 3),
+        "events_per_second": round(report.events_per_second, 1),
+        "rebuilt_checksum": report.rebuilt_checksum,
+        "live_checksum": report.live_checksum,
+        "match": None if report.live_checksum is None else not differ,
+        "replaced": report.replaced,
+        "schema": shadow,
+        "offsets": {f"{tp.topic}:{tp.partition}": o for tp, o in sorted(report.offsets.items())},
+    }
+    if not print_document(document, fmt):
+        out.print(
+            f"replayed {report.events} events in {report.seconds:.2f}s "
+            f"({report.events_per_second:,.0f} events/s)"
+        )
+        out.print(f"rebuilt checksum {report.rebuilt_checksum}")
+        if report.live_checksum is None:
+            out.print("live checksum    (no live projection yet)")
+        else:
+            out.print(f"live checksum    {report.live_checksum}")
+        if report.replaced:
+            out.print(f"the rebuilt projection replaced schema {s.projection_schema}")
+    if differ:
         raise fail("checksums differ: the live projection does not match the log")
-    if report.live_checksum is not None:
+    if report.live_checksum is not None and fmt == "table":
         out.print("match")
 
 
