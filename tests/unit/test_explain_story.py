@@ -85,9 +85,39 @@ def test_a_deferred_resize_told_with_its_inputs_and_what_freed_the_room() -> Non
 
 
 def test_refused_and_unanswered_resizes() -> None:
-    refused = ev.ResizeRefused(**IDS, code=403, reason="Forbidden", message="exceeded quota: q")
+    quota = ev.QuotaRefusal(
+        quota="q",
+        requested={"requests.cpu": "2"},
+        used={"requests.cpu": "3"},
+        hard={"requests.cpu": "4"},
+    )
+    refused = ev.ResizeRefused(
+        **IDS, code=403, reason="Forbidden", message="exceeded quota: q", quota=quota
+    )
+    bounds = [
+        ev.LimitRangeViolation(
+            resource="cpu",
+            per="Container",
+            bound="maximum",
+            enforced="1",
+            field="limit",
+            actual="2",
+        )
+    ]
+    too_big = ev.ResizeRefused(
+        **IDS, code=403, reason="Forbidden", message="maximum cpu …", limit_range=bounds
+    )
     own = _records(refused, factories.resize_flow("d", "web", "n1", "1", "1Gi")[0])
     story = pod_story("d/web", own)
+    as_json = story.model_dump(mode="json")
+    assert as_json["resizes"][0]["steps"][0]["quota"] == {
+        "quota": "q",
+        "requested": {"requests.cpu": "2"},
+        "used": {"requests.cpu": "3"},
+        "hard": {"requests.cpu": "4"},
+    }
+    [limited] = pod_story("d/web", _records(too_big)).resizes
+    assert limited.steps[0].limit_range == bounds and limited.steps[0].quota is None
     assert [r.outcome for r in story.resizes] == [
         "Refused by the apiserver",
         "Proposed: no kubelet has decided yet",

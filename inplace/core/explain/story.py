@@ -22,6 +22,9 @@ class Step(BaseModel):
     event: str
     text: str
     decision: ev.DecisionRecord | None = None
+    # A refusal by ResourceQuota / LimitRange admission: the quota (used, hard) or the bounds.
+    quota: ev.QuotaRefusal | None = None
+    limit_range: list[ev.LimitRangeViolation] | None = None
 
 
 class Resize(BaseModel):
@@ -149,6 +152,8 @@ def _step(record: Record) -> Step | None:
         return Step(
             **at,
             text=f"refused by the apiserver ({payload.code} {payload.reason}): {payload.message}",
+            quota=payload.quota,
+            limit_range=payload.limit_range,
         )
     if isinstance(payload, ev.PodDeleted):
         return Step(**at, text="the pod was deleted")
