@@ -147,6 +147,28 @@ class ContainerAllocation(PayloadModel):
     resources: ResourceRequirements
 
 
+class QuotaRefusal(PayloadModel):
+    """The ResourceQuota that refused a request, with the exceeded resources' amounts (what the
+    request adds, what is used, the hard limit); all empty for a "must specify" refusal."""
+
+    quota: str = Field(min_length=1)
+    requested: dict[str, str] = Field(default_factory=dict)
+    used: dict[str, str] = Field(default_factory=dict)
+    hard: dict[str, str] = Field(default_factory=dict)
+
+
+class LimitRangeViolation(PayloadModel):
+    """One LimitRange bound a request broke: "maximum cpu usage per Container is 1, but limit
+    is 2" → resource cpu, per Container, bound maximum, enforced 1, field limit, actual 2."""
+
+    resource: str = Field(min_length=1)
+    per: str = Field(min_length=1)  # Container | Pod
+    bound: Literal["minimum", "maximum", "maxLimitRequestRatio"]
+    enforced: str
+    field: Literal["request", "limit", "ratio"] | None = None  # None: none specified
+    actual: str | None = None
+
+
 class ResizeRefused(PodEvent):
     """The apiserver refused a resize request (quota or LimitRange admission, validation):
     nothing changed, but "why was my resize not applied" has an answer in the log."""
@@ -157,6 +179,9 @@ class ResizeRefused(PodEvent):
     reason: str = ""
     message: str = ""
     containers: list[ContainerResources] = Field(default_factory=list)  # what was asked
+    # The policy's facts, when a ResourceQuota or LimitRange refused (None: another reason).
+    quota: QuotaRefusal | None = None
+    limit_range: list[LimitRangeViolation] | None = None
 
 
 class Allocated(PodEvent):

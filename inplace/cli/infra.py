@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from inplace.cli.errors import fail
+from inplace.cli.output import OUTPUT, Format, check_format, print_document
 from inplace.localinfra import KafkaBroker, LocalInfraError, PostgresCluster
 
 kafka_app = typer.Typer(help="Single-node KRaft Kafka broker from Maven Central's jars.")
@@ -50,11 +51,29 @@ def kafka_stop(data_dir: Path | None = DataDir) -> None:
 
 
 @kafka_app.command("status")
-def kafka_status(data_dir: Path | None = DataDir) -> None:
+def kafka_status(data_dir: Path | None = DataDir, output: str = OUTPUT) -> None:
+    """Whether the broker of this data directory runs (`-o json|yaml`: one document).
+
+    Exit codes: 0 running, 2 bad option, 3 not running."""
+    fmt = check_format(output)
     b = broker(data_dir)
-    if not b.is_running():
+    running = b.is_running()
+    document = {
+        "running": running,
+        "bootstrap": b.bootstrap_servers if running else None,
+        "pid": b.pid if running else None,
+        "data_dir": str(b.data_dir),
+    }
+    status(document, fmt, f"kafka running: {b.bootstrap_servers} (pid {b.pid})")
+    if not running:
         raise fail(f"kafka is not running (data {b.data_dir})", code=3)
-    typer.echo(f"kafka running: {b.bootstrap_servers} (pid {b.pid})")
+
+
+def status(document: dict[str, object], fmt: Format, running_line: str) -> None:
+    """A status document for scripts (also when not running: the exit code says so), or the
+    running line for a human."""
+    if not print_document(document, fmt) and document["running"]:
+        typer.echo(running_line)
 
 
 @postgres_app.command("start")
@@ -81,11 +100,22 @@ def postgres_stop(data_dir: Path | None = DataDir) -> None:
 
 
 @postgres_app.command("status")
-def postgres_status(data_dir: Path | None = DataDir) -> None:
+def postgres_status(data_dir: Path | None = DataDir, output: str = OUTPUT) -> None:
+    """Whether the server of this data directory runs (`-o json|yaml`: one document).
+
+    Exit codes: 0 running, 2 bad option, 3 not running."""
+    fmt = check_format(output)
     db = database(data_dir)
-    if not db.is_running():
+    running = db.is_running()
+    document = {
+        "running": running,
+        "dsn": db.dsn("inplace") if running else None,
+        "pid": db.pid if running else None,
+        "data_dir": str(db.data_dir),
+    }
+    status(document, fmt, f"postgres running: {db.dsn('inplace')} (pid {db.pid})")
+    if not running:
         raise fail(f"postgres is not running (data {db.data_dir})", code=3)
-    typer.echo(f"postgres running: {db.dsn('inplace')} (pid {db.pid})")
 
 
 PASSWORDS = typer.Option(

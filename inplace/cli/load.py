@@ -1,5 +1,6 @@
-"""`inplace load`: a seeded resize load against the running cluster, with a live progress bar,
-a summary table, and a JSON + PNG report (see `inplace.load`)."""
+"""`inplace load`: a seeded resize load against the running cluster, with a live progress bar
+(on stderr), a summary table (`-o json|yaml`: the report as one document), and a JSON + PNG
+report (see `inplace.load`)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from inplace.cli.errors import fail, run_async
 from inplace.cli.kubeconfig import KUBECONFIG, endpoint_of
+from inplace.cli.output import OUTPUT, Format, check_format, print_document, print_rows
 from inplace.core.settings import Settings
 from inplace.load.plan import Mix
-from inplace.load.report import summary_lines, summary_table
+from inplace.load.report import SUMMARY_COLUMNS, summary_lines, summary_rows, summary_title
 from inplace.load.runner import LoadConfig, LoadResult, LoadRun
 
 out = Console(highlight=False, soft_wrap=True)
@@ -116,10 +118,15 @@ def load_cmd(
     infeasible: float = typer.Option(0.02, min=0.0, max=0.5, help="share meant Infeasible"),
     setup_timeout: float = typer.Option(600.0, min=1.0, help="bound on creating the workload"),
     drain_timeout: float = typer.Option(120.0, min=1.0, help="bound on waiting for results"),
+    output: str = OUTPUT,
 ) -> None:
     """Create N simulated nodes and M pods through the API, inject resizes (through the API or
     straight onto the log), follow each by correlation id to Allocated / Actuated / Deferred /
-    Infeasible, and report throughput and latency per stage (JSON + PNG)."""
+    Infeasible, and report throughput and latency per stage (JSON + PNG).
+
+    Exit codes: 0 every resize accounted for (and the verdict passed), 1 a failure or a failed
+    consistency verdict, 2 bad option."""
+    fmt = check_format(output)
     if mode not in ("api", "log"):
         raise fail(f"--mode must be api or log, not {mode!r}")
     if duration > MAX_DURATION:
@@ -151,15 +158,26 @@ def load_cmd(
     )
     run = LoadRun(config)
     result = run_async(_run_with_progress(run, show=True))
-    out.print(summary_table(result.report))
-    for line in summary_lines(result.report):
-        out.print(line)
-    for check in result.verdict.checks:
-        mark = "[green]ok[/]  " if check.ok else "[red]FAIL[/]"
-        out.print(f"{mark} {check.name}: {escape(check.detail)}", markup=True)
-    out.print(f"report  {result.json_path}")
-    out.print(f"plot    {result.png_path}")
+    print_result(result, fmt, chaos or verify)
+
+
+def print_result(result: LoadResult, fmt: Format, judged: bool) -> None:
+    """The summary (or, `-o json|yaml`, the report as one document), then exit 1 with the
+    first failed check when the verdict failed."""
+    if not print_document(result.report, fmt):
+        report = result.report
+        print_rows(
+            summary_rows(report), SUMMARY_COLUMNS, fmt, console=out, title=summary_title(report)
+        )
+        for line in summary_lines(report):
+            out.print(line)
+        for check in result.verdict.checks:
+            mark = "[green]ok[/]  " if check.ok else "[red]FAIL[/]"
+            out.print(f"{mark} {check.name}: {escape(check.detail)}", markup=True)
+        out.print(f"report  {result.json_path}")
+        out.print(f"plot    {result.png_path}")
     if not result.ok:
         failed = next(c for c in result.verdict.checks if not c.ok)
         raise fail(f"consistency verdict failed: {failed.name} ({failed.detail})")
-    out.print("verdict: pass" if chaos or verify else "all resizes accounted for")
+    if fmt == "table":
+        out.print("verdict: pass" if judged else "all resizes accounted for")

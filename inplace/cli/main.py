@@ -12,7 +12,7 @@ from rich.console import Console
 
 from inplace.cli import explain, infra, load, node, pki, replay, secrets
 from inplace.cli.errors import fail, run_async
-from inplace.cli.output import OUTPUT, check_format, print_rows
+from inplace.cli.output import OUTPUT, check_format, print_document, print_rows
 from inplace.cli.roles import ROLES, serve
 from inplace.core.bus.auth import kafka_auth
 from inplace.core.service import configure_logging
@@ -73,11 +73,13 @@ def topics_cmd(output: str = OUTPUT) -> None:
 
 
 @app.command("migrate")
-def migrate_cmd() -> None:
-    """Apply the projection schema's SQL migrations (idempotent)."""
+def migrate_cmd(output: str = OUTPUT) -> None:
+    """Apply the projection schema's SQL migrations (idempotent; `-o json|yaml`: one document
+    with the schema and the migrations applied now)."""
     from inplace.core.store.database import create_pool
     from inplace.core.store.migrations import migrate
 
+    fmt = check_format(output)
     settings = Settings()
 
     async def go() -> list[int]:
@@ -89,6 +91,8 @@ def migrate_cmd() -> None:
             await pool.close()
 
     applied = run_async(go())
+    if print_document({"schema": settings.projection_schema, "applied": applied}, fmt):
+        return
     out.print(f"applied migrations {applied}" if applied else "schema is up to date")
 
 

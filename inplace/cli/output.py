@@ -61,8 +61,9 @@ def print_rows(
     fmt: Format,
     *,
     console: Console | None = None,
+    title: str | None = None,
 ) -> None:
-    """Rows of one kind: a table, JSON lines, or a YAML list."""
+    """Rows of one kind: a table (under `title`, if any), JSON lines, or a YAML list."""
     if fmt == "json":
         for row in rows:
             sys.stdout.write(json.dumps(row, sort_keys=True, default=str) + "\n")
@@ -71,9 +72,9 @@ def print_rows(
         sys.stdout.write(yaml.safe_dump([dict(r) for r in rows], sort_keys=False))
         return
     if not sys.stdout.isatty():
-        sys.stdout.write(plain_table(columns, rows) + "\n")
+        sys.stdout.write((f"{title}\n" if title else "") + plain_table(columns, rows) + "\n")
         return
-    table = Table(*columns)
+    table = Table(*columns, title=title)
     for row in rows:
         table.add_row(*(_cell(row.get(c)) for c in columns))
     (console or Console()).print(table)

@@ -7,7 +7,6 @@ import json
 import asyncpg
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from inplace.cli.errors import fail, run_async
 from inplace.cli.output import OUTPUT, check_format, print_document, print_rows
@@ -25,9 +24,14 @@ def rebuild_cmd(
         False, help="swap the rebuilt projection in for the live one (atomic, under a lock)"
     ),
     shadow: str = typer.Option("projection_rebuild", help="schema to rebuild into"),
+    output: str = OUTPUT,
 ) -> None:
     """Replay every topic from offset 0 into a fresh schema, up to exactly the live
-    projection's offsets, and print both checksums (exit 1 if they differ)."""
+    projection's offsets, and print both checksums (`-o json|yaml`: one document).
+
+    Exit codes: 0 rebuilt (and equal to the live projection, if any), 1 the checksums differ
+    or Kafka/PostgreSQL unreachable, 2 bad option."""
+    fmt = check_format(output)
     s = Settings()
     report = run_async(
         rebuild(
@@ -39,20 +43,33 @@ def rebuild_cmd(
             topic_prefix=s.topic_prefix,
         )
     )
-    out.print(
-        f"replayed {report.events} events in {report.seconds:.2f}s "
-        f"({report.events_per_second:,.0f} events/s)"
-    )
-    out.print(f"rebuilt checksum {report.rebuilt_checksum}")
-    if report.live_checksum is None:
-        out.print("live checksum    (no live projection yet)")
-    else:
-        out.print(f"live checksum    {report.live_checksum}")
-    if report.replaced:
-        out.print(f"the rebuilt projection replaced schema {s.projection_schema}")
-    if report.live_checksum is not None and report.live_checksum != report.rebuilt_checksum:
+    differ = report.live_checksum is not None and report.live_checksum != report.rebuilt_checksum
+    document = {
+        "events": report.events,
+        "seconds": round(report.seconds, 3),
+        "events_per_second": round(report.events_per_second, 1),
+        "rebuilt_checksum": report.rebuilt_checksum,
+        "live_checksum": report.live_checksum,
+        "match": None if report.live_checksum is None else not differ,
+        "replaced": report.replaced,
+        "schema": shadow,
+        "offsets": {f"{tp.topic}:{tp.partition}": o for tp, o in sorted(report.offsets.items())},
+    }
+    if not print_document(document, fmt):
+        out.print(
+            f"replayed {report.events} events in {report.seconds:.2f}s "
+            f"({report.events_per_second:,.0f} events/s)"
+        )
+        out.print(f"rebuilt checksum {report.rebuilt_checksum}")
+        if report.live_checksum is None:
+            out.print("live checksum    (no live projection yet)")
+        else:
+            out.print(f"live checksum    {report.live_checksum}")
+        if report.replaced:
+            out.print(f"the rebuilt projection replaced schema {s.projection_schema}")
+    if differ:
         raise fail("checksums differ: the live projection does not match the log")
-    if report.live_checksum is not None:
+    if report.live_checksum is not None and fmt == "table":
         out.print("match")
 
 
@@ -155,33 +172,38 @@ def state_cmd(
     if print_document(document, fmt):
         return
     out.print(f"state at {position} ({cut.isoformat()})")
-    pods = Table("namespace/name", "node", "phase", "resize", "desired", "allocated", "actual")
+    pods = []
     for (ns, name), p in sorted(state.pods.items()):
         statuses = {c.name: c for c in p.status.container_statuses or []}
         for c in p.spec.containers:
             st = statuses.get(c.name)
-            pods.add_row(
-                f"{ns}/{name}[{c.name}]",
-                p.spec.node_name or "",
-                p.status.phase or "",
-                p.status.resize or "",
-                _short(c.resources.to_k8s()),
-                _short({k: str(v) for k, v in (st.allocated_resources or {}).items()})
-                if st
-                else "",
-                _short(st.resources.to_k8s()) if st and st.resources else "",
+            pods.append(
+                {
+                    "namespace/name": f"{ns}/{name}[{c.name}]",
+                    "node": p.spec.node_name or "",
+                    "phase": p.status.phase or "",
+                    "resize": p.status.resize or "",
+                    "desired": _short(c.resources.to_k8s()),
+                    "allocated": _short(
+                        {k: str(v) for k, v in (st.allocated_resources or {}).items()}
+                    )
+                    if st
+                    else "",
+                    "actual": _short(st.resources.to_k8s()) if st and st.resources else "",
+                }
             )
-    out.print(pods)
-    nodes = Table("node", "capacity", "allocatable", "initialCapacity")
-    for name, n in sorted(state.nodes.items()):
-        st = n.status
-        nodes.add_row(
-            name,
-            _resources(st.capacity),
-            _resources(st.allocatable),
-            _resources(st.initial_capacity),
-        )
-    out.print(nodes)
+    pod_columns = ["namespace/name", "node", "phase", "resize", "desired", "allocated", "actual"]
+    print_rows(pods, pod_columns, "table", console=out)
+    nodes = [
+        {
+            "node": name,
+            "capacity": _resources(n.status.capacity),
+            "allocatable": _resources(n.status.allocatable),
+            "initialCapacity": _resources(n.status.initial_capacity),
+        }
+        for name, n in sorted(state.nodes.items())
+    ]
+    print_rows(nodes, ["node", "capacity", "allocatable", "initialCapacity"], "table", console=out)
 
 
 def _short(value: object) -> str:

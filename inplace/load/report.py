@@ -1,13 +1,11 @@
-"""The run's report: a summary table (rich), a JSON file, and a PNG next to it (matplotlib:
-end-to-end latency over the run, and its histogram)."""
+"""The run's report: summary rows (the CLI prints them), a JSON file, and a PNG next to it
+(matplotlib: end-to-end latency over the run, and its histogram)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
-
-from rich.table import Table
 
 from inplace.load.tracker import StageStats, Tracker, stage_stats
 
@@ -47,23 +45,25 @@ def throughput(tracker: Tracker) -> dict[str, float]:
     }
 
 
-def summary_table(report: dict[str, Any]) -> Table:
-    table = Table(title=f"inplace load {report['run']['id']} ({report['run']['mode']} mode)")
-    for column in ("stage", "what", "count", "p50 ms", "p90 ms", "p99 ms", "max ms"):
-        table.add_column(column, justify="left" if column in ("stage", "what") else "right")
-    for name, s in report["stages"].items():
-        if not s["count"]:
-            continue
-        table.add_row(
-            name,
-            STAGE_HELP.get(name, ""),
-            str(s["count"]),
-            f"{s['p50_ms']:.1f}",
-            f"{s['p90_ms']:.1f}",
-            f"{s['p99_ms']:.1f}",
-            f"{s['max_ms']:.1f}",
-        )
-    return table
+SUMMARY_COLUMNS = ("stage", "what", "count", "p50_ms", "p90_ms", "p99_ms", "max_ms")
+
+
+def summary_title(report: dict[str, Any]) -> str:
+    return f"inplace load {report['run']['id']} ({report['run']['mode']} mode)"
+
+
+def summary_rows(report: dict[str, Any]) -> list[dict[str, str]]:
+    """One row per stage that saw anything: its count and latency percentiles (ms)."""
+    return [
+        {
+            "stage": name,
+            "what": STAGE_HELP.get(name, ""),
+            "count": str(s["count"]),
+            **{f"{q}_ms": f"{s[f'{q}_ms']:.1f}" for q in ("p50", "p90", "p99", "max")},
+        }
+        for name, s in report["stages"].items()
+        if s["count"]
+    ]
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:

@@ -31,6 +31,7 @@ from services.apiserver.http import (
     server_side_apply_request,
 )
 from services.apiserver.patching import PatchError, apply_patch
+from services.apiserver.refusals import limit_range_violations, quota_refusal
 from services.apiserver.validation import (
     default_pod,
     resize_view,
@@ -239,14 +240,18 @@ class PodHandlers:
         hand the error back to be raised."""
         status = error.status
         proposal = _proposal(desired)
+        message = status.message or ""
+        policy = error.code == 403  # admission (quota, LimitRange); 422 is validation
         refused = ev.ResizeRefused(
             namespace=proposal.namespace,
             name=proposal.name,
             uid=proposal.uid,
             code=error.code,
             reason=status.reason or "",
-            message=status.message or "",
+            message=message,
             containers=proposal.containers,
+            quota=quota_refusal(message) if policy else None,
+            limit_range=limit_range_violations(message) if policy else None,
         )
         await self.writer.commit(refused, self._correlation(request))
         return error

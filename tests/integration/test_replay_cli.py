@@ -105,6 +105,22 @@ async def test_rebuild_history_and_state_at(
     assert before_pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "100m"
     assert "resize" not in before_pod["status"]
 
+    # state --at piped into a narrow "terminal": plain columns, every cell whole.
+    narrow_state = inplace(
+        settings, "replay", "state", "--at", f"pods:{at.partition}:{at.offset}", COLUMNS="40"
+    )
+    assert narrow_state.returncode == 0, narrow_state.stderr
+    assert "…" not in narrow_state.stdout
+    container = proposal.containers[0].name
+    web_row = next(
+        ln.split()
+        for ln in narrow_state.stdout.splitlines()
+        if ln.startswith(f"team-a/web-1[{container}]")
+    )
+    desired = json.loads(next(cell for cell in web_row if cell.startswith("{")))
+    assert desired["requests"]["cpu"] == want_cpu and "Proposed" in web_row
+    assert any(ln.split()[:1] == ["NODE"] for ln in narrow_state.stdout.splitlines())
+
 
 async def test_replay_bad_input_is_one_line_and_non_zero(settings: Settings) -> None:
     cases = [

@@ -22,6 +22,9 @@ class Step(BaseModel):
     event: str
     text: str
     decision: ev.DecisionRecord | None = None
+    # A refusal by ResourceQuota / LimitRange admission: the quota (used, hard) or the bounds.
+    quota: ev.QuotaRefusal | None = None
+    limit_range: list[ev.LimitRangeViolation] | None = None
 
 
 class Resize(BaseModel):
@@ -32,6 +35,7 @@ class Resize(BaseModel):
     wanted: list[str]
     steps: list[Step] = Field(default_factory=list)
     freed_by: list[Step] = Field(default_factory=list)  # what made room while it waited
+    retried: Step | None = None  # the kubelet's retry that allocated it after a Deferred wait
     outcome: str = "Proposed"
     durations_ms: dict[str, float] = Field(default_factory=dict)
 
@@ -148,6 +152,8 @@ def _step(record: Record) -> Step | None:
         return Step(
             **at,
             text=f"refused by the apiserver ({payload.code} {payload.reason}): {payload.message}",
+            quota=payload.quota,
+            limit_range=payload.limit_range,
         )
     if isinstance(payload, ev.PodDeleted):
         return Step(**at, text="the pod was deleted")
@@ -231,10 +237,10 @@ def pod_story(
     """`records`: the pod's own events in log order; `others`: histories of the holders the
     decisions name (`ns/name`) and of the node (`node/NAME`), to tell what freed the room."""
     story = PodStory(pod=pod)
+    if upto is not None:
+        records, others = cut_at(records, others or {}, upto)
     current: Resize | None = None
     for record in records:
-        if upto is not None and record.position.offset > upto:
-            break
         payload = record.envelope.payload
         if isinstance(payload, ev.PodBound):
             story.node = payload.node_name
@@ -264,6 +270,36 @@ def pod_story(
     return story
 
 
+def cut_at(
+    records: Sequence[Record], others: Mapping[str, Sequence[Record]], upto: int
+) -> tuple[list[Record], dict[str, list[Record]]]:
+    """Everything as of offset `upto` of the pod's partition: the pod's events up to it; of the
+    other histories, those on the same partition up to that offset, and those elsewhere (other
+    partitions, the nodes topic) no later than the last event known to precede the cut."""
+    own = [r for r in records if r.position.offset <= upto]
+    if not records:
+        return own, {name: [] for name in others}
+    here = (records[0].position.topic, records[0].position.partition)
+
+    def same(r: Record) -> bool:
+        return (r.position.topic, r.position.partition) == here
+
+    before = [r.envelope.time for r in own] + [
+        r.envelope.time
+        for history in others.values()
+        for r in history
+        if same(r) and r.position.offset <= upto
+    ]
+    cut = max(before, default=None)
+
+    def known(r: Record) -> bool:
+        if same(r):
+            return r.position.offset <= upto
+        return cut is not None and r.envelope.time <= cut
+
+    return own, {name: [r for r in history if known(r)] for name, history in others.items()}
+
+
 def _close(resize: Resize, others: Mapping[str, Sequence[Record]]) -> None:
     resize.outcome = _outcome(resize)
     resize.durations_ms = _durations(resize)
@@ -271,7 +307,8 @@ def _close(resize: Resize, others: Mapping[str, Sequence[Record]]) -> None:
     if not waits:
         return
     start = waits[0].time
-    end = next((s.time for s in resize.steps if s.event == "Allocated" and s.time >= start), None)
+    allocated = next((s for s in resize.steps if s.event == "Allocated" and s.time >= start), None)
+    end = allocated.time if allocated is not None else None
     named = {h.pod for s in waits if s.decision for h in s.decision.holders}
     named |= {f"node/{s.decision.node}" for s in waits if s.decision}
     for name in sorted(named):
@@ -283,6 +320,24 @@ def _close(resize: Resize, others: Mapping[str, Sequence[Record]]) -> None:
             if step is not None:
                 resize.freed_by.append(step)
     resize.freed_by.sort(key=lambda s: s.time)
+    if allocated is not None:
+        resize.retried = _retry(allocated, resize.freed_by)
+
+
+def _retry(allocated: Step, freed_by: Sequence[Step]) -> Step:
+    """The retry that allocated a Deferred resize, and the last thing that freed room before."""
+    trigger = next((s for s in reversed(freed_by) if s.time <= allocated.time), None)
+    after = (
+        trigger.text
+        if trigger is not None
+        else "no recorded change to the holders or the node (the periodic retry)"
+    )
+    return Step(
+        time=allocated.time,
+        offset=allocated.offset,
+        event="Retried",
+        text=f"retried at {allocated.time.isoformat()} after {after}",
+    )
 
 
 def render(story: PodStory) -> Iterable[str]:
@@ -300,7 +355,14 @@ def render(story: PodStory) -> Iterable[str]:
         for want in r.wanted:
             yield f"  wanted   {want}"
         t0 = r.asked_at
+        retry = r.retried
+        allocated = next(
+            (s for s in r.steps if retry and s.event == "Allocated" and s.offset == retry.offset),
+            None,
+        )
         for step in sorted([*r.steps, *r.freed_by], key=lambda s: s.time):
+            if retry is not None and step is allocated:
+                yield f"  +{_ms(t0, retry.time):>9.1f} ms  {retry.text}"
             mark = "freed the room: " if step in r.freed_by else ""
             yield f"  +{_ms(t0, step.time):>9.1f} ms  {mark}{step.text}"
         stages = ", ".join(f"{k} {v:.1f} ms" for k, v in r.durations_ms.items())

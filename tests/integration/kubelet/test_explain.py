@@ -41,6 +41,10 @@ async def test_explain_names_the_blocker_the_deletion_and_the_allocatable(
         in first
     )
     assert "freed the room: default/hog was deleted" in first
+    lines = first.splitlines()
+    retry = next(i for i, ln in enumerate(lines) if "retried at " in ln)
+    assert lines[retry].endswith("after default/hog was deleted")
+    assert "Allocated on node node-0" in lines[retry + 1]
     assert "outcome  Completed" in first
     assert (
         "Infeasible: Node didn't have enough capacity: cpu, requested: 6000, capacity: 4000"
@@ -57,6 +61,9 @@ async def test_explain_names_the_blocker_the_deletion_and_the_allocatable(
         {"pod": "default/hog", "requests": {"cpu": "2500m", "memory": "128Mi"}}
     ]
     assert [f["text"] for f in done["freed_by"]] == ["default/hog was deleted"]
+    assert done["retried"]["text"].endswith("after default/hog was deleted")
+    allocated = next(s for s in done["steps"] if s["event"] == "Allocated")
+    assert done["retried"]["time"] == allocated["time"]
     assert set(done["durations_ms"]) == {"admission", "actuation", "total"}
     assert refused["steps"][0]["decision"]["allocatable"]["cpu"] == "4"
     only_second = json.loads(

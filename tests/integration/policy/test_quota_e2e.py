@@ -136,6 +136,12 @@ async def test_resize_beyond_quota_is_403_and_within_quota_passes(
         refused["steps"][0]["text"]
         == f"refused by the apiserver (403 Forbidden): {body['message']}"
     )
+    assert refused["steps"][0]["quota"] == {
+        "quota": "compute",
+        "requested": {"limits.cpu": "500m", "requests.cpu": "500m"},
+        "used": {"limits.cpu": "600m", "requests.cpu": "600m"},
+        "hard": {"limits.cpu": "1", "requests.cpu": "1"},
+    }
 
     resized = await call(v1.patch_namespaced_pod_resize, "web-0", NS, resize("700m"))
     assert resized.status.resize == "Proposed"
@@ -151,7 +157,7 @@ async def test_resize_beyond_quota_is_403_and_within_quota_passes(
 
 
 async def test_limit_range_defaults_on_create_and_max_blocks_a_resize(
-    admitting_apiserver: RoleProcess,
+    admitting_apiserver: RoleProcess, settings: Settings
 ) -> None:
     v1 = core(admitting_apiserver)
     await namespace(v1)
@@ -187,6 +193,19 @@ async def test_limit_range_defaults_on_create_and_max_blocks_a_resize(
         'pods "big" is forbidden: maximum cpu usage per Container is 1, but limit is 2'
     )
     assert (await call(v1.read_namespaced_pod, "big", NS)).status.resize is None
+    explained = json.loads(inplace(settings, "explain", f"{NS}/big", "-o", "json").stdout)
+    [refused] = explained["resizes"]
+    assert refused["steps"][0]["limit_range"] == [
+        {
+            "resource": "cpu",
+            "per": "Container",
+            "bound": "maximum",
+            "enforced": "1",
+            "field": "limit",
+            "actual": "2",
+        }
+    ]
+    assert refused["steps"][0]["quota"] is None
     allowed = await call(v1.patch_namespaced_pod_resize, "big", NS, resize("1"))
     assert allowed.status.resize == "Proposed"
 
