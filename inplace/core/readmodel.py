@@ -161,6 +161,7 @@ class ReadModel:
         topics: tuple[str, ...] = ev.EVENT_TOPICS,
         window: int = 50_000,
         snapshot: bool = False,
+        allocations: bool = False,
     ) -> None:
         """`window` is how many changes each collection keeps for watch resume; 0 means this
         holder serves no watches (only the apiserver does), so no per-change snapshot of the
@@ -170,14 +171,18 @@ class ReadModel:
         `snapshot`: start from the projection in PostgreSQL and read only the log after it
         (falls back to offset 0, saying so, when there is none). Only for holders whose state
         is the objects themselves: a role that derives its own state from every record it
-        sees (`on_apply`) must still read them all."""
+        sees (`on_apply`) must still read them all.
+
+        `allocations`: also keep the kubelet's allocation checkpoint (ClusterState.allocations);
+        other holders leave it out and save the memory."""
         self.settings = settings
         self.role = role
         self.use_snapshot = snapshot
         self.topics = [settings.topic(t) for t in topics]
         self._listeners: list[Callable[[Record], None]] = []
         self._seeders: list[Callable[[], None]] = []
-        self.state = ClusterState()
+        self.keep_allocations = allocations
+        self.state = ClusterState(allocations={} if allocations else None)
         self.watchable = window > 0
         self.collections = {n: Collection(n, deque(maxlen=window)) for n in COLLECTIONS}
         self.applied: dict[TopicPartition, int] = {}
@@ -202,7 +207,9 @@ class ReadModel:
             return {}
         s = self.settings
         projected = {s.topic(t) for t in PROJECTED_TOPICS} & set(self.topics)
-        found = await load_snapshot(s.postgres_dsn, s.projection_schema, projected)
+        found = await load_snapshot(
+            s.postgres_dsn, s.projection_schema, projected, allocations=self.keep_allocations
+        )
         if isinstance(found, str):
             log.warning("%s: no snapshot (%s): reading the log from offset 0", self.role, found)
             START_SOURCE.labels(self.role, "log").set(1)

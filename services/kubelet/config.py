@@ -18,6 +18,11 @@ class KubeletConfig(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="INPLACE_KUBELET_", extra="ignore")
 
     nodes: int = Field(default=1, ge=0)
+    start_from_projection: bool = Field(
+        default=True,
+        description="start from the projection in PostgreSQL (pods, nodes, the allocation "
+        "checkpoint) and read only the log after it",
+    )
     node_prefix: str = Field(default="node", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
     node_cpu: str = Field(default="8", description="capacity of each simulated node")
     node_memory: str = Field(default="32Gi")

@@ -67,11 +67,17 @@ class Kubelet:
         self.settings = settings
         self.config = config or KubeletConfig()
         self.runtime = runtime
-        self.model = ReadModel(settings, role=ROLE, topics=(ev.PODS, ev.NODES), window=0)
+        # Pods, nodes and the allocation checkpoint, from the projection and the log after it.
+        self.model = ReadModel(
+            settings,
+            role=ROLE,
+            topics=(ev.PODS, ev.NODES),
+            window=0,
+            snapshot=self.config.start_from_projection,
+            allocations=True,
+        )
         self.names = node_names(self.config)
         self.agents: dict[str, NodeAgent] = {}
-        # The allocation checkpoint as the log has it (requests AND limits, per container).
-        self.allocations: dict[str, dict[str, ResourceRequirements]] = {}
         # The latest user-side event per pod: what the kubelet's events are caused by.
         self.causes: dict[str, Envelope] = {}
         # One book of resize outcomes for every node this process serves (pod keys are unique).
@@ -103,15 +109,6 @@ class Kubelet:
         payload = record.envelope.payload
         if isinstance(payload, ev.PodEvent):
             key = f"{payload.namespace}/{payload.name}"
-            if isinstance(payload, ev.Allocated):
-                allocation = {
-                    c.name: c.resources for c in [*payload.init_containers, *payload.containers]
-                }
-                if payload.pod_resources is not None:
-                    allocation[POD_LEVEL] = payload.pod_resources
-                self.allocations[key] = allocation
-            elif isinstance(payload, ev.PodDeleted | ev.PodEvicted):
-                self.allocations.pop(key, None)
             if record.envelope.producer != ROLE:
                 self.causes[key] = record.envelope
             if self.started:
@@ -268,6 +265,19 @@ class Kubelet:
             waiter.cancel()
             follower.result()
 
+    def _allocated(self, namespace: str, name: str) -> dict[str, ResourceRequirements] | None:
+        """The pod's allocation checkpoint (requests AND limits), per container name."""
+        checkpoint = self.model.state.allocations or {}
+        allocated = checkpoint.get((namespace, name))
+        if allocated is None:
+            return None
+        resources = {
+            c.name: c.resources for c in [*allocated.init_containers, *allocated.containers]
+        }
+        if allocated.pod_resources is not None:
+            resources[POD_LEVEL] = allocated.pod_resources
+        return resources
+
     async def _restart_tolerance(self, nodes: set[str]) -> None:
         """Re-admit every pod of `nodes` from its allocated resources first; then each goes
         through reconcile (pending resizes, unfinished actuation) in log order."""
@@ -278,7 +288,7 @@ class Kubelet:
         for pod in mine:
             key = f"{pod.metadata.namespace}/{pod.metadata.name}"
             self._routed.setdefault(key, pod.spec.node_name or "")
-            allocated = self.allocations.get(key)
+            allocated = self._allocated(pod.metadata.namespace or "", pod.metadata.name)
             if allocated and pod.status.phase not in ("Succeeded", "Failed"):
                 await self.agents[pod.spec.node_name or ""].readmit(
                     pod.model_copy(deep=True), allocated

@@ -16,6 +16,7 @@ from inplace.core.projection.replay import rebuild
 from inplace.core.projection.state import ClusterState
 from inplace.core.projection.store import ProjectionStore
 from inplace.core.settings import Settings
+from inplace.core.store.migrations import migrate
 from schemas import events as ev
 from schemas.envelope import Envelope
 from tests import factories
@@ -31,6 +32,11 @@ async def _fold_log(settings: Settings) -> ClusterState:
             for record in batch.records:
                 state.apply(record)
     return state
+
+
+async def _allocations(conn: asyncpg.Connection, schema: str) -> dict[tuple[str, str], object]:
+    rows = await conn.fetch(f"SELECT namespace, name, payload FROM {schema}.allocations")
+    return {(r["namespace"], r["name"]): json.loads(r["payload"]) for r in rows}
 
 
 async def test_sigkill_mid_stream_applies_every_event_exactly_once(
@@ -75,6 +81,18 @@ async def test_sigkill_mid_stream_applies_every_event_exactly_once(
         assert ("team-a", "web-0") not in live
         containers = await conn.fetchval(f"SELECT count(*) FROM {schema}.containers")
         assert containers == len(live)
+        # The kubelet's checkpoint: each live pod's latest Allocated, requests and limits.
+        checkpoint = await _allocations(conn, schema)
+        assert checkpoint == {
+            k: json.loads(a.model_dump_json(by_alias=True, exclude_none=True))
+            for k, a in (expected.allocations or {}).items()
+        }
+        assert len(checkpoint) == len(live)
+        # A projection made before the table existed gets the same rows from its history.
+        await conn.execute(f"DROP TABLE {schema}.allocations")
+        await conn.execute(f"DELETE FROM {schema}.schema_migrations WHERE version = 3")
+        assert await migrate(conn, schema) == [3]
+        assert await _allocations(conn, schema) == checkpoint
         live_checksum = await ProjectionStore(schema).checksum(conn)
     finally:
         await conn.close()

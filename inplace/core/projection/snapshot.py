@@ -42,7 +42,12 @@ class Snapshot:
 
 
 async def load_snapshot(
-    dsn: str, schema: str, projected_topics: set[str], connect_timeout: float = 10.0
+    dsn: str,
+    schema: str,
+    projected_topics: set[str],
+    connect_timeout: float = 10.0,
+    *,
+    allocations: bool = False,
 ) -> Snapshot | str:
     """The snapshot, or why there is none (one line, for the log)."""
     store = ProjectionStore(schema)
@@ -57,7 +62,7 @@ async def load_snapshot(
             offsets = await store.offsets(conn)
             if not offsets:
                 return "the projector has not stored anything yet"
-            state = await store.load_state(conn)
+            state = await store.load_state(conn, allocations=allocations)
     except (OSError, asyncpg.PostgresError, ValueError) as exc:
         return f"cannot read the projection ({exc})"
     finally:

@@ -13,6 +13,7 @@ from inplace.core.bus.consumer import Record
 from inplace.core.projection import reducers
 from inplace.core.projection.workloads import reduce_clone_set
 from schemas import events as ev
+from schemas.envelope import EventPayload
 from schemas.k8s import Event, LimitRange, Node, Pod, ResourceQuota
 from schemas.workload import CloneSet
 
@@ -29,6 +30,10 @@ class ClusterState:
     events: dict[NsName, Event] = field(default_factory=dict)
     # Kept in memory by read models only; the projector has no table for them yet.
     clonesets: dict[NsName, CloneSet] = field(default_factory=dict)
+    # The kubelet's allocation checkpoint: each pod's latest Allocated (requests and limits),
+    # gone with the pod's deletion or eviction. None: not kept (a read model that has no use
+    # for it saves the memory); the projector and the kubelet keep it.
+    allocations: dict[NsName, ev.Allocated] | None = field(default_factory=dict)
     # Keys whose object changed (or vanished) since the last `take_touched`, per collection.
     touched: dict[str, set[Any]] = field(default_factory=dict)
     # The caller never looks at an applied record again (the rebuild): reducers may keep the
@@ -53,6 +58,23 @@ class ClusterState:
         else:
             new = _REDUCERS[collection](current, env, pos, adopt=adopt)
         _put(self, collection, key, new)
+        if collection == "pods":
+            self._checkpoint(key, payload)
+
+    def _checkpoint(self, key: NsName, payload: EventPayload) -> None:
+        allocations = self.allocations
+        if allocations is None:
+            return
+        if isinstance(payload, ev.Allocated):
+            allocations[key] = payload
+        elif isinstance(payload, ev.PodDeleted | ev.PodEvicted):
+            allocations.pop(key, None)
+        else:
+            return
+        touched = self.touched.get("allocations")
+        if touched is None:
+            self.touched["allocations"] = touched = set()
+        touched.add(key)
 
     def take_touched(self) -> dict[str, set[Any]]:
         touched, self.touched = self.touched, {}

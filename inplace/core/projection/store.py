@@ -33,6 +33,7 @@ CHECKSUM_TABLES: dict[str, str] = {
     "resourcequotas": "namespace, name",
     "limitranges": "namespace, name",
     "events": "namespace, name",
+    "allocations": "namespace, name",
     "pod_history": 'topic, partition, "offset"',
     "dead_letters": 'topic, partition, "offset"',
 }
@@ -82,11 +83,18 @@ class ProjectionStore:
             )
         )
 
-    async def load_state(self, conn: asyncpg.Connection) -> ClusterState:
+    async def load_state(
+        self, conn: asyncpg.Connection, *, allocations: bool = False
+    ) -> ClusterState:
         """Every projected object, as the fold of the log up to `offsets` holds it (call both
-        inside one REPEATABLE READ transaction for a consistent snapshot)."""
+        inside one REPEATABLE READ transaction for a consistent snapshot); `allocations`: the
+        kubelet's checkpoint too."""
         s = self.schema
-        state = ClusterState()
+        state = ClusterState(allocations={} if allocations else None)
+        if state.allocations is not None:
+            for r in await conn.fetch(f"SELECT namespace, name, payload FROM {s}.allocations"):
+                key = (r["namespace"], r["name"])
+                state.allocations[key] = ev.Allocated.model_validate_json(r["payload"])
         for r in await conn.fetch(f"SELECT namespace, name, object FROM {s}.pods"):
             state.pods[(r["namespace"], r["name"])] = Pod.model_validate_json(r["object"])
         for r in await conn.fetch(f"SELECT name, object FROM {s}.nodes"):
@@ -420,6 +428,7 @@ OBJECT_COLUMNS: dict[str, list[str]] = {
         "resource_version",
         "object",
     ],
+    "allocations": ["namespace", "name", "payload"],
 }
 
 # Which columns a touched key of each table is, for deleting its old row.
@@ -431,6 +440,7 @@ _KEY_COLUMNS: dict[str, str] = {
     "resourcequotas": "namespace, name",
     "limitranges": "namespace, name",
     "events": "namespace, name",
+    "allocations": "namespace, name",
 }
 
 
@@ -475,6 +485,7 @@ def _touched_rows(
     quota_keys = sorted(touched.get("resourcequotas", ()))
     lr_keys = sorted(touched.get("limitranges", ()))
     event_keys = sorted(touched.get("events", ()))
+    allocation_keys = sorted(touched.get("allocations", ()))
     return [
         ("containers", pod_keys, [row for p in live_pods for row in _container_rows(p)]),
         ("pods", pod_keys, [_pod_row(p) for p in live_pods]),
@@ -507,6 +518,19 @@ def _touched_rows(
             event_keys,
             [_event_row(k, state.events[k]) for k in event_keys if k in state.events],
         ),
+        ("allocations", allocation_keys, _allocation_rows(state.allocations, allocation_keys)),
+    ]
+
+
+def _allocation_rows(
+    allocations: dict[tuple[str, str], ev.Allocated] | None, keys: list[tuple[str, str]]
+) -> list[tuple[Any, ...]]:
+    if allocations is None:
+        return []
+    return [
+        (k[0], k[1], a.model_dump_json(by_alias=True, exclude_none=True))
+        for k in keys
+        if (a := allocations.get(k)) is not None
     ]
 
 

@@ -1,18 +1,19 @@
-"""Role restart on a long history: time until ready, records read and memory, from the
-projection snapshot (issue 16) versus the whole log from offset 0 (the apiserver both ways).
+"""Role restart on a long history (issue 16): time until ready, records read and memory, from
+the projection snapshot versus the whole log from offset 0.
 
-Builds the history straight onto the log (pods created, then many resize flows each), lets
-the projector catch up, stops it, then starts each role and times /readyz.
-Not a test: prints figures.
+Builds the history straight onto the log, streamed (nodes registered, pods created, bound and
+Running, then many resize flows each), lets the projector catch up, stops it, then starts each
+role and times /readyz. Not a test: prints figures.
 
-    .venv/bin/python -m bench.apiserver_restart --pods 5000 --resizes 20 \
-        --roles apiserver,scheduler,quota,hotplug,workload
+    .venv/bin/python -m bench.role_restart --nodes 1000 --pods 50000 --resizes 20 \
+        --roles apiserver,scheduler,quota,hotplug,workload,kubelet --offset0 apiserver
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import re
 import shutil
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
@@ -31,11 +33,11 @@ from inplace.core.settings import Settings
 from inplace.localinfra import KafkaBroker, PostgresCluster, free_port
 from schemas import events as ev
 from schemas.envelope import Envelope
-from schemas.k8s import Pod, ResourceRequirements
+from schemas.k8s import Node, Pod, ResourceRequirements
 
 
-def _pod(name: str) -> Pod:
-    amounts = {"cpu": "100m", "memory": "128Mi"}
+def _pod(name: str, node: str) -> Pod:
+    amounts = {"cpu": "10m", "memory": "16Mi"}
     container = {
         "name": "app",
         "image": "nginx",
@@ -44,54 +46,71 @@ def _pod(name: str) -> Pod:
     return Pod.model_validate(
         {
             "metadata": {"name": name, "namespace": "default", "uid": name},
-            "spec": {"containers": [container]},
+            "spec": {"containers": [container], "nodeName": node},
         }
     )
 
 
-def _history(pods: int, resizes: int) -> list[Envelope]:
-    out = [
-        Envelope.wrap(
-            ev.PodCreated(namespace="default", name=f"p-{i}", uid=f"p-{i}", pod=_pod(f"p-{i}")),
-            producer="bench",
+def _node(name: str) -> Node:
+    amounts = {"cpu": "64", "memory": "256Gi", "pods": "110"}
+    return Node.model_validate(
+        {
+            "metadata": {"name": name, "annotations": {"inplace.io/simulated": "true"}},
+            "status": {"capacity": amounts, "allocatable": amounts},
+        }
+    )
+
+
+def _history(nodes: int, pods: int, resizes: int) -> Iterator[Envelope]:
+    """The events, one at a time (5,000,000 envelopes do not fit a list comfortably)."""
+    for n in range(nodes):
+        yield Envelope.wrap(
+            ev.NodeRegistered(name=f"node-{n}", node=_node(f"node-{n}")), producer="bench"
         )
-        for i in range(pods)
-    ]
+    for i in range(pods):
+        ids = {"namespace": "default", "name": f"p-{i}", "uid": f"p-{i}"}
+        node = f"node-{i % nodes}"
+        yield Envelope.wrap(ev.PodCreated(**ids, pod=_pod(f"p-{i}", node)), producer="bench")
+        yield Envelope.wrap(ev.PodPhaseChanged(**ids, phase="Running"), producer="bench")
     for r in range(resizes):
+        want = ResourceRequirements.model_validate(
+            {"requests": {"cpu": f"{10 + r}m"}, "limits": {"cpu": f"{10 + r}m"}}
+        )
         for i in range(pods):
-            want = ResourceRequirements.model_validate(
-                {"requests": {"cpu": f"{100 + r}m"}, "limits": {"cpu": f"{100 + r}m"}}
-            )
             ids = {"namespace": "default", "name": f"p-{i}", "uid": f"p-{i}"}
+            node = f"node-{i % nodes}"
             steps: list[ev.EventPayload] = [
                 ev.ResizeProposed(
                     **ids, containers=[ev.ContainerResources(name="app", resources=want)]
                 ),
                 ev.Allocated(
                     **ids,
-                    node_name="n",
+                    node_name=node,
                     containers=[ev.ContainerAllocation(name="app", resources=want)],
                 ),
                 ev.ResizeStatusChanged(**ids, resize="InProgress"),
                 ev.Actuated(
                     **ids,
-                    node_name="n",
+                    node_name=node,
                     containers=[ev.ContainerActual(name="app", resources=want)],
                 ),
                 ev.ResizeStatusChanged(**ids, resize=None),
             ]
-            out += [Envelope.wrap(s, producer="bench") for s in steps]
-    return out
+            for step in steps:
+                yield Envelope.wrap(step, producer="bench")
 
 
-async def _publish(settings: Settings, envelopes: list[Envelope]) -> None:
+async def _publish(settings: Settings, envelopes: Iterator[Envelope]) -> int:
     producer = EventProducer(settings.kafka_bootstrap, client_id="bench")
     await producer.start()
+    written = 0
     try:
-        for start in range(0, len(envelopes), 20_000):
-            await producer.publish_many(envelopes[start : start + 20_000])
+        while chunk := list(itertools.islice(envelopes, 20_000)):
+            await producer.publish_many(chunk)
+            written += len(chunk)
     finally:
         await producer.stop()
+    return written
 
 
 async def _wait_projected(dsn: str, events: int) -> None:
@@ -148,9 +167,15 @@ def _rss_mb(pid: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--pods", type=int, default=5000)
     parser.add_argument("--resizes", type=int, default=20, help="resize flows per pod")
     parser.add_argument("--roles", default="apiserver", help="comma separated roles to time")
+    parser.add_argument(
+        "--offset0",
+        default="apiserver",
+        help="roles to time from offset 0 too (apiserver, kubelet: they have the setting)",
+    )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="inplace-bench-restart-", dir="/tmp"))
     root.chmod(0o755)
@@ -163,11 +188,11 @@ def main() -> None:
             kafka_bootstrap=broker.bootstrap_servers, postgres_dsn=database.dsn("inplace")
         )
         asyncio.run(ensure_topics(settings))
-        history = _history(args.pods, args.resizes)
         t = time.perf_counter()
-        asyncio.run(_publish(settings, history))
+        events = asyncio.run(_publish(settings, _history(args.nodes, args.pods, args.resizes)))
         took = time.perf_counter() - t
-        print(f"history: {len(history):,} events for {args.pods:,} pods, written in {took:.1f} s")
+        print(f"history: {events:,} events, {args.nodes:,} nodes, {args.pods:,} pods, ", end="")
+        print(f"written in {took:.1f} s")
         env = {
             **os.environ,
             "INPLACE_KAFKA_BOOTSTRAP": broker.bootstrap_servers,
@@ -175,19 +200,21 @@ def main() -> None:
             "INPLACE_QUOTA_URL": "",
             "INPLACE_LOG_LEVEL": "WARNING",
             "INPLACE_INSECURE_HTTP": "true",
+            # The kubelet serves every node of the history (they are simulated nodes).
+            "INPLACE_KUBELET_NODES": "0",
         }
         projector = _serve("projector", env, free_port())
         t = time.perf_counter()
-        asyncio.run(_wait_projected(database.dsn("inplace"), len(history)))
+        asyncio.run(_wait_projected(database.dsn("inplace"), events))
         projector.terminate()
         projector.wait(timeout=60)
         print(f"projector caught up in {time.perf_counter() - t:.1f} s")
         runs = [(role, "from the projection", "true") for role in args.roles.split(",")]
-        if "apiserver" in args.roles.split(","):
-            runs.append(("apiserver", "from offset 0", "false"))
+        runs += [(role, "from offset 0", "false") for role in args.offset0.split(",") if role]
         for role, label, snapshot in runs:
             port = free_port()
-            proc = _serve(role, {**env, "INPLACE_APISERVER_START_FROM_PROJECTION": snapshot}, port)
+            flag = f"INPLACE_{role.upper()}_START_FROM_PROJECTION"
+            proc = _serve(role, {**env, flag: snapshot}, port)
             url = f"http://127.0.0.1:{port}"
             try:
                 seconds = _ready(url, proc)

@@ -1,0 +1,99 @@
+"""The kubelet starts from the projection (issue 16): pods, nodes and its allocation checkpoint
+from PostgreSQL, then only the log after the snapshot's offsets; its pods are re-admitted from
+the projected checkpoint (no new allocation for any of them) and a resize in the tail is
+carried out."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from inplace.core.bus.consumer import LogReader
+from inplace.core.bus.producer import EventProducer
+from inplace.core.settings import Settings
+from schemas import events as ev
+from schemas.envelope import Envelope
+from tests import factories
+from tests.integration.conftest import (
+    RoleProcess,
+    end_offsets,
+    projected_offsets,
+    until,
+    wait_caught_up,
+)
+
+pytestmark = pytest.mark.integration
+
+CONSUMED = re.compile(r'^inplace_events_consumed_total\{role="kubelet",[^}]*\} (\S+)$', re.M)
+
+
+async def _allocations(settings: Settings, after: dict[tuple[str, int], int]) -> list[str]:
+    """Names of the pods allocated on the pods topic after the offsets `after`."""
+    names: list[str] = []
+    async with LogReader(settings.kafka_bootstrap) as reader:
+        tps = await reader.partitions([settings.topic(ev.PODS)])
+        start = {tp: after.get((tp.topic, tp.partition), 0) for tp in tps}
+        async for batch in reader.read(start, await reader.end_offsets(tps)):
+            names += [
+                r.envelope.payload.name
+                for r in batch.records
+                if isinstance(r.envelope.payload, ev.Allocated)
+            ]
+    return names
+
+
+async def test_kubelet_restarts_from_the_projection_and_reads_only_the_tail(
+    settings: Settings, producer: EventProducer, projector: RoleProcess, tmp_path: Path
+) -> None:
+    # 12 pods on 3 nodes, 40 resize flows each: every pod Running with an allocation.
+    await producer.publish_many(
+        list(factories.cluster_stream(pods=12, resizes_per_pod=40, nodes=3))
+    )
+    projector.start()
+    await wait_caught_up(settings, projector)
+    projector.stop()
+    mine = {settings.topic(ev.PODS), settings.topic(ev.NODES)}
+    snapshot = {k: v for k, v in (await projected_offsets(settings)).items() if k[0] in mine}
+    history = sum(snapshot.values())
+    shrink = factories.resources("100m", "64Mi")
+    await producer.publish(
+        Envelope.wrap(
+            ev.ResizeProposed(
+                namespace="team-a",
+                name="web-1",
+                uid="uid-team-a-web-1",
+                containers=[ev.ContainerResources(name="app", resources=shrink)],
+            ),
+            producer="apiserver",
+        )
+    )
+
+    kubelet = RoleProcess("kubelet", settings, tmp_path / "kubelet.log", INPLACE_KUBELET_NODES="3")
+    kubelet.start()
+    try:
+        await kubelet.ready()
+
+        async def metrics() -> str:
+            async with kubelet.client() as client:
+                return (await client.get(f"{kubelet.url}/metrics")).text
+
+        async def settled() -> tuple[int, int, list[str]]:
+            ends = sum(v for k, v in (await end_offsets(settings)).items() if k[0] in mine)
+            consumed = int(sum(float(v) for v in CONSUMED.findall(await metrics())))
+            return consumed, ends - history, await _allocations(settings, snapshot)
+
+        consumed, tail, allocated = await until(
+            settled,
+            lambda s: s[0] == s[1] and "web-1" in s[2],
+            "the kubelet read the tail and allocated the resize",
+        )
+        text = await metrics()
+    finally:
+        kubelet.stop()
+    assert 'inplace_read_model_start_source{role="kubelet",source="snapshot"} 1.0' in text
+    assert consumed == tail < history / 10, "only the records after the snapshot"
+    # Every other running pod was re-admitted from the projected checkpoint, not allocated
+    # afresh (web-0 and web-10 were deleted in the history).
+    assert allocated == ["web-1"], allocated
