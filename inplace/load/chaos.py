@@ -1,4 +1,5 @@
-"""`inplace load --chaos`: SIGKILL a random role every few seconds, then judge consistency.
+"""`inplace load --chaos`: SIGKILL a random role process every few seconds, then judge
+consistency.
 
 Roles are found in /proc by their command line (`inplace.cli.main serve <role>`, or the
 `inplace serve <role>` script) *and* their environment: only processes started for this
@@ -6,10 +7,18 @@ cluster (same INPLACE_KAFKA_BOOTSTRAP and INPLACE_TOPIC_PREFIX) are ever killed,
 cluster or test run on the machine is never touched. Whoever started the roles restarts them
 (`inplace up` supervises its children).
 
+A role may run as several processes (`inplace up --kubelets 2 --apiservers 2`): each process is
+told apart by its role and `--port`, the one a restart keeps. Kills rotate over the roles, and
+within a role over its processes (the least killed first), so every replica gets its turn; a role
+of several processes is only hit while all of them run and answer /readyz, so a kill takes one
+replica down and the others keep serving (that is the point of several). After the injection,
+`wait_recovered` waits for every process seen at the start.
+
 The verdict: every injected resize reached a final state (cleared with actual == desired, or
 Deferred / Infeasible), no transition was lost or duplicated (per correlation id one proposal,
-at most one Allocated, each status at most once), and the live projection equals a rebuild of
-the log (`inplace.core.projection.replay.rebuild`).
+at most one Allocated, each status at most once), every process seen at the start is back and
+ready, and the live projection equals a rebuild of the log
+(`inplace.core.projection.replay.rebuild`).
 """
 
 from __future__ import annotations
@@ -41,10 +50,30 @@ class ChaosError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class Proc:
+    """One role process as a restart keeps it: its role and its --port (None: none given, then
+    the processes of that role without a port are only counted)."""
+
+    role: str
+    port: int | None
+
+    def __str__(self) -> str:
+        return self.role if self.port is None else f"{self.role}:{self.port}"
+
+
+def _order(proc: Proc) -> tuple[str, int]:
+    return proc.role, -1 if proc.port is None else proc.port
+
+
+@dataclass(frozen=True)
 class RolePid:
     role: str
     pid: int
     port: int | None
+
+    @property
+    def proc(self) -> Proc:
+        return Proc(self.role, self.port)
 
 
 def _role_of(args: list[str]) -> tuple[str, int | None] | None:
@@ -97,11 +126,16 @@ class Kill:
     at: float
     role: str
     pid: int
+    port: int | None = None
+
+    @property
+    def proc(self) -> Proc:
+        return Proc(self.role, self.port)
 
 
 @dataclass
 class Chaos:
-    """Kills a random role of this cluster every `interval` seconds while `run` runs."""
+    """Kills a random role process of this cluster every `interval` seconds while `run` runs."""
 
     bootstrap: str
     topic_prefix: str
@@ -110,65 +144,111 @@ class Chaos:
     roles: tuple[str, ...] | None = None  # None: every role found
     proc: Path = Path("/proc")
     kills: list[Kill] = field(default_factory=list)
-    expected: dict[str, int | None] = field(default_factory=dict)  # role → port
+    # Every process seen at the start → how many of it (more than 1 only without --port).
+    expected: dict[Proc, int] = field(default_factory=dict)
+    unrecovered: list[str] | None = None  # what `wait_recovered` still missed (None: not run)
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
+
+    @property
+    def role_names(self) -> list[str]:
+        return sorted({p.role for p in self.expected})
 
     def _candidates(self) -> list[RolePid]:
         found = find_roles(self.bootstrap, self.topic_prefix, proc=self.proc)
         return [r for r in found if self.roles is None or r.role in self.roles]
 
-    def discover(self) -> dict[str, int | None]:
+    def discover(self) -> dict[Proc, int]:
         found = self._candidates()
         if not found:
             raise ChaosError(
                 f"no role process of this cluster (bootstrap {self.bootstrap}, topic prefix "
                 f"{self.topic_prefix!r}) found in {self.proc}; is `inplace up` running?"
             )
-        self.expected = {r.role: r.port for r in found}
+        counted = Counter(r.proc for r in found)
+        self.expected = {p: counted[p] for p in sorted(counted, key=_order)}
         return self.expected
 
+    def _missing(self, alive: list[RolePid]) -> list[Proc]:
+        """The expected processes not in /proc right now."""
+        counted = Counter(r.proc for r in alive)
+        return [p for p, n in self.expected.items() if counted[p] < n]
+
+    async def _eligible(
+        self, candidates: list[RolePid], client: httpx.AsyncClient
+    ) -> list[RolePid]:
+        """The processes that may be killed now: a role of one process whenever it runs; a role
+        of several only while every one of them runs and answers, so a kill leaves the others
+        serving."""
+        several = {r for r, n in Counter(p.role for p in self.expected).items() if n > 1}
+        several |= {r for r, n in Counter(c.role for c in candidates).items() if n > 1}
+        down = {p.role for p in self._missing(candidates)}
+        serving: dict[str, bool] = {}
+        for role in sorted(several - down):
+            ports = sorted({c.port for c in candidates if c.role == role and c.port is not None})
+            serving[role] = all([await _ready(client, port) for port in ports])
+        return [c for c in candidates if c.role not in several or serving.get(c.role, False)]
+
+    def _pick(self, eligible: list[RolePid]) -> RolePid:
+        """A random role among those killed least so far, then a random process of it among
+        those killed least: every role, and every replica of a role, gets its turn."""
+        by_role = Counter(k.role for k in self.kills)
+        fewest = min(by_role[r.role] for r in eligible)
+        role = self._rng.choice(sorted({r.role for r in eligible if by_role[r.role] == fewest}))
+        procs = [r for r in eligible if r.role == role]
+        by_proc = Counter(k.proc for k in self.kills)
+        least = min(by_proc[r.proc] for r in procs)
+        return self._rng.choice([r for r in procs if by_proc[r.proc] == least])
+
+    async def kill_one(self, client: httpx.AsyncClient) -> Kill | None:
+        """SIGKILL one process (None when none may be killed right now)."""
+        eligible = await self._eligible(self._candidates(), client)
+        if not eligible:
+            return None  # every role restarting right now
+        victim = self._pick(eligible)
+        try:
+            os.kill(victim.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return None
+        kill = Kill(time.time(), victim.role, victim.pid, victim.port)
+        self.kills.append(kill)
+        return kill
+
     async def run(self) -> None:
-        """SIGKILL one role every `interval` seconds until cancelled."""
+        """SIGKILL one role process every `interval` seconds until cancelled."""
         if not self.expected:
             self.discover()
-        while True:
-            await asyncio.sleep(self.interval)
-            candidates = self._candidates()
-            if not candidates:
-                continue  # every role restarting right now
-            # A random role among those killed least so far: every role gets its turn.
-            killed = Counter(k.role for k in self.kills)
-            fewest = min(killed[r.role] for r in candidates)
-            role = self._rng.choice(
-                sorted({r.role for r in candidates if killed[r.role] == fewest})
-            )
-            victim = self._rng.choice([r for r in candidates if r.role == role])
-            try:
-                os.kill(victim.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                continue
-            self.kills.append(Kill(time.time(), victim.role, victim.pid))
-
-    async def wait_recovered(self, within: float = 120.0) -> list[str]:
-        """Wait until every role seen at the start runs again and answers /readyz; returns
-        the roles still missing when `within` ran out."""
-        deadline = time.monotonic() + within
-        # /readyz is anonymous; the apiserver serves it over HTTPS (a local probe of a process
-        # we found in /proc: its certificate is not what is being checked here).
-        async with httpx.AsyncClient(timeout=2.0, verify=False) as client:
+        async with _probe() as client:
             while True:
-                alive = {r.role: r for r in self._candidates()}
-                missing = []
-                for role, port in self.expected.items():
-                    if role not in alive:
-                        missing.append(role)
-                    elif port is not None and not await _ready(client, port):
-                        missing.append(role)
-                if not missing or time.monotonic() > deadline:
-                    return missing
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(self.interval)
+                await self.kill_one(client)
+
+    async def wait_recovered(
+        self, within: float = 120.0, *, client: httpx.AsyncClient | None = None
+    ) -> list[str]:
+        """Wait until every process seen at the start runs again and answers /readyz; returns
+        those still missing (`role:port`) when `within` ran out."""
+        if client is None:
+            async with _probe() as probe:
+                return await self.wait_recovered(within, client=probe)
+        deadline = time.monotonic() + within
+        while True:
+            missing = [str(p) for p in self._missing(self._candidates())]
+            for p in self.expected:
+                if p.port is not None and str(p) not in missing:
+                    if not await _ready(client, p.port):
+                        missing.append(str(p))
+            if not missing or time.monotonic() > deadline:
+                self.unrecovered = missing
+                return missing
+            await asyncio.sleep(0.5)
+
+
+def _probe() -> httpx.AsyncClient:
+    # /readyz is anonymous; the apiserver serves it over HTTPS (a local probe of a process
+    # we found in /proc: its certificate is not what is being checked here).
+    return httpx.AsyncClient(timeout=2.0, verify=False)
 
 
 async def _ready(client: httpx.AsyncClient, port: int) -> bool:
@@ -222,8 +302,27 @@ def chaos_check(chaos: Chaos) -> Check:
             "--chaos-interval",
         )
     killed = Counter(k.role for k in chaos.kills)
-    each = ", ".join(f"{role} x{n}" for role, n in sorted(killed.items()))
+    procs = Counter(p.role for p in chaos.expected)
+    hit = {role: len({k.proc for k in chaos.kills if k.role == role}) for role in killed}
+
+    def one(role: str, n: int) -> str:
+        if procs[role] > 1:  # several replicas: say how many of them were hit
+            return f"{role} x{n} ({hit[role]} of {procs[role]} processes)"
+        return f"{role} x{n}"
+
+    each = ", ".join(one(role, n) for role, n in sorted(killed.items()))
     return Check("chaos killed a role", True, f"{len(chaos.kills)} SIGKILLs: {each}")
+
+
+def recovery_check(chaos: Chaos) -> Check:
+    """Every process seen at the start ran again and answered /readyz after the injection."""
+    name = "every killed process came back"
+    everyone = ", ".join(str(p) for p in chaos.expected)
+    if chaos.unrecovered is None:
+        return Check(name, False, "not waited for")
+    if chaos.unrecovered:
+        return Check(name, False, "not back and ready: " + ", ".join(chaos.unrecovered))
+    return Check(name, True, f"{len(chaos.expected)} ready: {everyone}")
 
 
 def log_checks(tracker: Tracker) -> list[Check]:

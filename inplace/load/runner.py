@@ -22,7 +22,14 @@ from inplace.core.security.kubeconfig import Endpoint
 from inplace.core.settings import Settings
 from inplace.load import cpu
 from inplace.load import report as rep
-from inplace.load.chaos import Chaos, Verdict, chaos_check, log_checks, projection_check
+from inplace.load.chaos import (
+    Chaos,
+    Verdict,
+    chaos_check,
+    log_checks,
+    projection_check,
+    recovery_check,
+)
 from inplace.load.cpu import CpuSnapshot
 from inplace.load.driver import Chains, Driver, DriverStats, Mode, SetupError, setup
 from inplace.load.http import HttpClient, PooledClient
@@ -280,6 +287,7 @@ class LoadRun:
         verdict = Verdict(log_checks(self.tracker))
         if self.chaos is not None:
             verdict.checks.append(chaos_check(self.chaos))
+            verdict.checks.append(recovery_check(self.chaos))
         if c.chaos or c.verify:
             check = await self._timed(
                 "verify", projection_check(c.settings, self.id, c.drain_timeout)
@@ -362,11 +370,17 @@ class LoadRun:
             if self.chaos is None
             else {
                 "interval_s": c.chaos_interval,
-                "roles": sorted(self.chaos.expected),
+                "roles": self.chaos.role_names,
+                "processes": [
+                    {"role": p.role, "port": p.port, "count": n}
+                    for p, n in self.chaos.expected.items()
+                ],
+                "unrecovered": self.chaos.unrecovered,
                 "kills": [
                     {
                         "at": datetime.fromtimestamp(k.at, UTC).isoformat(),
                         "role": k.role,
+                        "port": k.port,
                         "pid": k.pid,
                     }
                     for k in self.chaos.kills

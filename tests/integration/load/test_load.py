@@ -19,6 +19,7 @@ import pytest
 from inplace.core.settings import Settings
 from inplace.load.plan import Mix
 from inplace.load.runner import LoadConfig, run_load
+from services.kubelet.ownership import partition_of
 from tests.integration.conftest import REPO, RoleProcess, settings_env
 
 pytestmark = pytest.mark.integration
@@ -28,18 +29,31 @@ MIX = Mix(deferred=0.05, infeasible=0.05)
 
 @contextlib.asynccontextmanager
 async def roles(
-    settings: Settings, tmp_path: Path, names: tuple[str, ...], *, supervise: bool = False
+    settings: Settings,
+    tmp_path: Path,
+    names: tuple[str, ...],
+    *,
+    supervise: bool = False,
+    replicas: dict[str, int] | None = None,
 ) -> AsyncIterator[dict[str, RoleProcess]]:
     """The roles as processes (kubelet with no nodes of its own: it adopts the load's), and
-    with `supervise` a loop that restarts any that dies, as `inplace up` does."""
+    with `supervise` a loop that restarts any that dies, as `inplace up` does, each with its
+    own port and environment. `replicas`: several processes of a role, named `kubelet`,
+    `kubelet-2` …; kubelets then each get their own static member name and a short session."""
     env = {
         "apiserver": {"INPLACE_QUOTA_URL": ""},
         "kubelet": {"INPLACE_KUBELET_NODES": "0"},
     }
-    procs = {
-        name: RoleProcess(name, settings, tmp_path / f"{name}.log", **env.get(name, {}))
-        for name in names
-    }
+    procs: dict[str, RoleProcess] = {}
+    for name in names:
+        count = (replicas or {}).get(name, 1)
+        for n in range(1, count + 1):
+            label = name if n == 1 else f"{name}-{n}"
+            extra = dict(env.get(name, {}))
+            if name == "kubelet" and count > 1:
+                extra["INPLACE_KUBELET_INSTANCE"] = label
+                extra["INPLACE_KUBELET_GROUP_SESSION_TIMEOUT"] = "6"
+            procs[label] = RoleProcess(name, settings, tmp_path / f"{label}.log", **extra)
     for proc in procs.values():
         proc.start()
     for proc in procs.values():
@@ -189,33 +203,53 @@ async def test_the_cli_refuses_a_non_loopback_target(settings: Settings) -> None
 async def test_a_chaos_run_passes_its_consistency_verdict(
     settings: Settings, tmp_path: Path
 ) -> None:
+    """Two apiserver replicas and two kubelet processes (one consumer group, a node partition
+    each): chaos SIGKILLs every process in turn, the load's own apiserver too (the driver
+    retries until it is back), each comes back under its own port and name, and the verdict
+    passes: every resize final, at most one Allocated each, projections equal a rebuild."""
     names = ("apiserver", "kubelet", "projector")
-    async with roles(settings, tmp_path, names, supervise=True) as procs:
+    run_id = "chaos-run"  # its 4 nodes fall 2 and 2 on the 2 node partitions
+    nodes = [f"{run_id}-n{i}" for i in range(4)]
+    assert sorted(partition_of(n, settings.nodes_partitions) for n in nodes) == [0, 0, 1, 1]
+    replicas = {"apiserver": 2, "kubelet": 2}
+    async with roles(settings, tmp_path, names, supervise=True, replicas=replicas) as procs:
         result = await run_load(
             LoadConfig(
                 settings=settings,
                 api=procs["apiserver"].url,
                 mode="api",
-                nodes=3,
+                nodes=len(nodes),
                 pods=30,
-                resizes=150,
+                resizes=180,
                 rate=12.0,
                 seed=5,
                 mix=MIX,
                 concurrency=8,
                 chaos=True,
-                chaos_interval=1.5,
+                chaos_interval=1.2,
                 out=tmp_path / "chaos",
                 setup_timeout=120,
                 drain_timeout=180,
+                run_id=run_id,
             )
         )
+        ports = {label: proc.port for label, proc in procs.items()}
     report = result.report
-    kills = report["chaos"]["kills"]
-    assert len(kills) >= 3, kills
-    assert set(report["chaos"]["roles"]) == set(names)
-    assert {k["role"] for k in kills} == set(names)  # each role killed at least once
+    chaos = report["chaos"]
+    assert set(chaos["roles"]) == set(names)
+    processes = {(p["role"], p["port"]) for p in chaos["processes"]}
+    assert processes == {(label.split("-")[0], port) for label, port in ports.items()}
+    kills = chaos["kills"]
+    killed = {(k["role"], k["port"]) for k in kills}
+    # Kills rotate over roles and over a role's replicas: every process was killed, both
+    # kubelets and both apiservers (the one the load drives among them), and all came back.
+    assert killed == processes, kills
+    assert ("apiserver", ports["apiserver"]) in killed
+    assert chaos["unrecovered"] == [], chaos
     assert result.verdict.ok, json.dumps(report["verdict"], indent=1)
+    checks = {c["name"]: c for c in report["verdict"]["checks"]}
+    assert "2 of 2 processes" in checks["chaos killed a role"]["detail"]
+    assert checks["projections equal a rebuild"]["ok"]
     c = report["counts"]
     assert c["injected"] == c["completed"] + c["deferred"] + c["infeasible"], c
     assert c["pending"] == 0 and c["unexpected"] == 0, c
