@@ -102,7 +102,10 @@ def load_cmd(
     mode: str = typer.Option("api", help="api (PATCH …/resize) | log (ResizeProposed events)"),
     seed: int = typer.Option(0, help="the workload's seed: same seed, same plan"),
     chaos: bool = typer.Option(
-        False, "--chaos", help="SIGKILL a random role every few seconds, then judge consistency"
+        False,
+        "--chaos",
+        help="SIGKILL a role process every few seconds (each of several kubelets or apiserver "
+        "replicas in turn), then judge consistency",
     ),
     chaos_interval: float = typer.Option(5.0, min=0.5, help="seconds between kills"),
     verify: bool = typer.Option(False, "--verify", help="also compare projections with a rebuild"),
