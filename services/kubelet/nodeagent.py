@@ -675,6 +675,7 @@ class NodeAgent:
             RUNTIME_OP_ERRORS.labels("container_update").inc()
             if pod is not None:
                 await self._event(pod, "ResizeError", f"resize failed: {result.error}", "Warning")
+            self._resize_failed(key)
             # PodResizeInProgress reason Error with the runtime's message, as the 1.33+ kubelet.
             await self._in_progress_note(key, generation, "Error", str(result.error))
             self._retry_later(key)  # stop, back off exponentially, retry (KEP-1287)
@@ -684,6 +685,17 @@ class NodeAgent:
             return False
         self._attempts.pop(key, None)
         return True
+
+    def _resize_failed(self, key: str) -> None:
+        """kubelet_pod_resize_duration_milliseconds{success="false"}: an attempt at an accepted
+        resize failed in the runtime, as the kubelet records a failed resize action; the retry
+        is measured from now."""
+        started = self._started.get(key)
+        if started is None:
+            return
+        now = time.monotonic()
+        POD_RESIZE_MS.labels("false").observe((now - started) * 1000)
+        self._started[key] = now
 
     async def _publish_actual(
         self, key: str, generation: int | None, linux: Mapping[str, object] | None = None
