@@ -164,6 +164,30 @@ POD_CASES: list[tuple[str, list[ev.EventPayload], PodCheck, object]] = [
         (None, None),
     ),
     (
+        "InProgress with reason Error carries the runtime's message on the condition",
+        [
+            CREATED,
+            ev.ResizeStatusChanged(namespace=NS, name=NAME, uid=UID, resize="InProgress"),
+            ev.ResizeStatusChanged(
+                namespace=NS,
+                name=NAME,
+                uid=UID,
+                resize="InProgress",
+                reason="Error",
+                message="update_container_resources: injected failure",
+            ),
+        ],
+        lambda p: [(c.type, c.status, c.reason, c.message) for c in p.status.conditions],
+        [
+            (
+                "PodResizeInProgress",
+                "True",
+                "Error",
+                "update_container_resources: injected failure",
+            )
+        ],
+    ),
+    (
         "bound sets nodeName and PodScheduled=True",
         [CREATED, ev.PodBound(namespace=NS, name=NAME, uid=UID, node_name="n1")],
         lambda p: (p.spec.node_name, [(c.type, c.status) for c in p.status.conditions]),

@@ -96,27 +96,21 @@ def accepted_by() -> dict[str, float]:
     return {t: accepted(t) for t in TRIGGERS}
 
 
-def cpu_pod(name: str, cpu: str) -> Pod:
-    pod = factories.pod(NS, name, cpu=cpu)
-    pod.spec.node_name = NODE
-    return pod
-
-
-def resize(name: str, cpu: str) -> ev.ResizeProposed:
+def resize(name: str, cpu: str, memory: str = "128Mi") -> ev.ResizeProposed:
     return ev.ResizeProposed(
         namespace=NS,
         name=name,
         uid=f"uid-{NS}-{name}",
-        containers=[ev.ContainerResources(name="app", resources=factories.resources(cpu, "128Mi"))],
+        containers=[ev.ContainerResources(name="app", resources=factories.resources(cpu, memory))],
     )
 
 
 @contextlib.asynccontextmanager
-async def deferred_node(
-    timer: tuple[float, float] = (NEVER, NEVER),
+async def agent_on_node(
+    timer: tuple[float, float] = (NEVER, NEVER), runtime: FakeRuntime | None = None
 ) -> AsyncIterator[tuple[Cluster, NodeAgent]]:
-    """A 4-CPU node: `hog` holds 2500m, `web` (1 CPU) asked for 2 and waits, Deferred;
-    `timer` is the Deferred retry timer's (first, period)."""
+    """A running node agent for a 4-CPU node `n1`; `timer` is the Deferred retry timer's
+    (first, period)."""
     cluster = Cluster()
     node = factories.node(NODE, cpu="4", memory="8Gi")
     cluster.apply(ev.NodeRegistered(name=NODE, node=node))
@@ -124,7 +118,7 @@ async def deferred_node(
     agent = NodeAgent(
         NODE,
         NodeAllocation.from_node(node),
-        runtime=cast(Any, FakeRuntime()),
+        runtime=cast(Any, runtime or FakeRuntime()),
         model=cast(ReadModel, cluster),
         writer=cast(LogWriter, cluster),
         causes={},
@@ -134,20 +128,32 @@ async def deferred_node(
     cluster.agent = agent
     worker = asyncio.create_task(agent.run())
     try:
-        for name, cpu in (("hog", "2500m"), ("web", "1")):
-            pod = cpu_pod(name, cpu)
-            cluster.apply(
-                ev.PodCreated(namespace=NS, name=name, uid=pod.metadata.uid or "", pod=pod)
-            )
-            await until(lambda n=name: cluster.pod(n).status.phase == "Running", f"{name} runs")
-        cluster.apply(resize("web", "2"))
-        await until(lambda: cluster.pod("web").status.resize == "Deferred", "web Deferred")
         yield cluster, agent
     finally:
         worker.cancel()
         await asyncio.gather(worker, return_exceptions=True)
         if agent._retry_timer is not None:
             agent._retry_timer.cancel()
+
+
+async def start(cluster: Cluster, name: str, cpu: str, memory: str = "128Mi") -> None:
+    pod = factories.pod(NS, name, cpu=cpu, memory=memory)
+    pod.spec.node_name = NODE
+    cluster.apply(ev.PodCreated(namespace=NS, name=name, uid=pod.metadata.uid or "", pod=pod))
+    await until(lambda: cluster.pod(name).status.phase == "Running", f"{name} runs")
+
+
+@contextlib.asynccontextmanager
+async def deferred_node(
+    timer: tuple[float, float] = (NEVER, NEVER),
+) -> AsyncIterator[tuple[Cluster, NodeAgent]]:
+    """`hog` holds 2500m of the 4 CPUs, `web` (1 CPU) asked for 2 and waits, Deferred."""
+    async with agent_on_node(timer) as (cluster, agent):
+        await start(cluster, "hog", "2500m")
+        await start(cluster, "web", "1")
+        cluster.apply(resize("web", "2"))
+        await until(lambda: cluster.pod("web").status.resize == "Deferred", "web Deferred")
+        yield cluster, agent
 
 
 def web_cpu(cluster: Cluster) -> tuple[str | None, str, str]:
