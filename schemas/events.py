@@ -49,6 +49,15 @@ class PodEvent(EventPayload):
         return f"{self.namespace}/{self.name}"
 
 
+class KubeletPodEvent(PodEvent):
+    """A pod event the kubelet writes about the pod it looked at."""
+
+    # metadata.generation of the pod spec the kubelet decided on (1.34+ observedGeneration):
+    # the apiserver may have written a newer generation by the time this lands. None in logs
+    # written before the field existed (the pod's generation then stands in for it).
+    observed_generation: int | None = Field(default=None, ge=1)
+
+
 class PodCreated(PodEvent):
     """A pod was accepted by the apiserver (defaults applied, status Pending)."""
 
@@ -128,7 +137,7 @@ class DecisionRecord(PayloadModel):
         return f"{message}; {held}" if held else message
 
 
-class ResizeStatusChanged(PodEvent):
+class ResizeStatusChanged(KubeletPodEvent):
     """status.resize moved: InProgress / Deferred / Infeasible, or cleared (None)."""
 
     TYPE: ClassVar[str] = "ResizeStatusChanged"
@@ -184,7 +193,7 @@ class ResizeRefused(PodEvent):
     limit_range: list[LimitRangeViolation] | None = None
 
 
-class Allocated(PodEvent):
+class Allocated(KubeletPodEvent):
     """The kubelet admitted a pod or a resize: the allocated checkpoint, per container."""
 
     TYPE: ClassVar[str] = "Allocated"
@@ -200,7 +209,7 @@ class ContainerActual(PayloadModel):
     resources: ResourceRequirements
 
 
-class Actuated(PodEvent):
+class Actuated(KubeletPodEvent):
     """Resources the runtime reports as applied (ContainerStatus.resources, KEP-2273)."""
 
     TYPE: ClassVar[str] = "Actuated"
@@ -253,7 +262,7 @@ class ContainerStarted(PayloadModel):
     init: bool = False
 
 
-class PodPhaseChanged(PodEvent):
+class PodPhaseChanged(KubeletPodEvent):
     TYPE: ClassVar[str] = "PodPhaseChanged"
     phase: PodPhase
     reason: str | None = None
@@ -264,7 +273,7 @@ class PodPhaseChanged(PodEvent):
     containers: list[ContainerStarted] | None = None
 
 
-class ContainerRestarted(PodEvent):
+class ContainerRestarted(KubeletPodEvent):
     TYPE: ClassVar[str] = "ContainerRestarted"
     container: str = Field(min_length=1)
     restart_count: int = Field(ge=0)

@@ -17,7 +17,8 @@ REQUESTED_RESIZES = Counter(
 )
 POD_RESIZE_MS = Histogram(
     "kubelet_pod_resize_duration_milliseconds",
-    "From the kubelet accepting a resize to its completion (actual == allocated == desired)",
+    "From the kubelet accepting a resize (or its last failed attempt) to its completion "
+    "(success=true: actual == allocated == desired) or to a runtime failure (success=false)",
     ["success"],
     buckets=(10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000),
 )

@@ -178,7 +178,9 @@ class NodeAgent:
             self._trigger[key] = trigger
             self.enqueue(key)
 
-    async def _in_progress_note(self, key: str, reason: str | None, message: str) -> None:
+    async def _in_progress_note(
+        self, key: str, generation: int | None, reason: str | None, message: str
+    ) -> None:
         """Say on the PodResizeInProgress condition why an accepted resize is not done yet;
         once per distinct note (a retry that fails the same way writes nothing new)."""
         pod = self._live(key)
@@ -189,7 +191,11 @@ class NodeAgent:
         self._noted[key] = (reason, message)
         await self._write(
             ev.ResizeStatusChanged(
-                **self._ids(pod), resize="InProgress", reason=reason, message=message
+                **self._ids(pod),
+                observed_generation=generation,
+                resize="InProgress",
+                reason=reason,
+                message=message,
             ),
             key,
         )
@@ -448,6 +454,7 @@ class NodeAgent:
                 await self._write(
                     ev.PodPhaseChanged(
                         **self._ids(pod),
+                        observed_generation=pod.metadata.generation,
                         phase="Failed",
                         reason=decision.reason,
                         message=decision.message,
@@ -461,7 +468,7 @@ class NodeAgent:
         await self._write(allocated_event(pod, admitted, self.name), key)
         if not await self._start(key, admitted):
             return False
-        await self._publish_actual(key)
+        await self._publish_actual(key, pod.metadata.generation)
         runtime = self.pods[key]
         node = self.model.get("nodes", self.name)
         await self._write(running_event(pod, self.name, node, runtime.containers), key)
@@ -550,9 +557,9 @@ class NodeAgent:
         if step.outcome in ("deferred", "infeasible"):
             # A waiting proposal never stops the current allocation from being applied
             # (e.g. one a SIGKILL cut off mid-actuation).
-            await self._actuate(key)
+            await self._actuate(key, generation)
             return
-        if not await self._actuate(key):
+        if not await self._actuate(key, generation):
             return
         pod = self._live(key)
         allocated = resources_of(self.checkpoint.allocated(key) or pod)  # type: ignore[arg-type]
@@ -604,8 +611,9 @@ class NodeAgent:
             DEFERRED_ACCEPTED.labels(trigger or "periodic_retry").inc()
         self._gauges()
 
-    async def _actuate(self, key: str) -> bool:
-        """Bring the runtime to the allocation; True when actual == allocated."""
+    async def _actuate(self, key: str, generation: int | None) -> bool:
+        """Bring the runtime to the allocation; True when actual == allocated. What it writes
+        observes `generation` (the spec this reconcile decided on)."""
         allocated_pod = self.checkpoint.allocated(key)
         runtime = self.pods.get(key)
         if allocated_pod is None:
@@ -647,7 +655,7 @@ class NodeAgent:
             # KEP-1287: a memory limit below usage is not applied; stays InProgress, retried,
             # and says why on the PodResizeInProgress condition (not only in our log).
             log.info("%s: resize of %s blocked: %s", self.name, key, plan.reason)
-            await self._in_progress_note(key, None, f"held back: {plan.reason}")
+            await self._in_progress_note(key, generation, None, f"held back: {plan.reason}")
             self._retry_later(key)
             return False
         started = time.monotonic()
@@ -663,19 +671,21 @@ class NodeAgent:
                 await self._write(
                     ev.ContainerRestarted(
                         **self._ids(pod),
+                        observed_generation=generation,
                         container=step.container,
                         restart_count=status.restart_count if status else 1,
                         reason="ResizeRestartContainer",
                     ),
                     key,
                 )
-        await self._publish_actual(key, result.actual)
+        await self._publish_actual(key, generation, result.actual)
         if not result.ok:
             RUNTIME_OP_ERRORS.labels("container_update").inc()
             if pod is not None:
                 await self._event(pod, "ResizeError", f"resize failed: {result.error}", "Warning")
+            self._resize_failed(key)
             # PodResizeInProgress reason Error with the runtime's message, as the 1.33+ kubelet.
-            await self._in_progress_note(key, "Error", str(result.error))
+            await self._in_progress_note(key, generation, "Error", str(result.error))
             self._retry_later(key)  # stop, back off exponentially, retry (KEP-1287)
             return False
         if result.read_errors:
@@ -684,7 +694,20 @@ class NodeAgent:
         self._attempts.pop(key, None)
         return True
 
-    async def _publish_actual(self, key: str, linux: Mapping[str, object] | None = None) -> None:
+    def _resize_failed(self, key: str) -> None:
+        """kubelet_pod_resize_duration_milliseconds{success="false"}: an attempt at an accepted
+        resize failed in the runtime, as the kubelet records a failed resize action; the retry
+        is measured from now."""
+        started = self._started.get(key)
+        if started is None:
+            return
+        now = time.monotonic()
+        POD_RESIZE_MS.labels("false").observe((now - started) * 1000)
+        self._started[key] = now
+
+    async def _publish_actual(
+        self, key: str, generation: int | None, linux: Mapping[str, object] | None = None
+    ) -> None:
         """Actuated with what the runtime reports, when it differs from what the log says."""
         allocated_pod = self.checkpoint.allocated(key)
         runtime = self.pods.get(key)
@@ -712,6 +735,7 @@ class NodeAgent:
         await self._write(
             ev.Actuated(
                 **self._ids(pod),
+                observed_generation=generation,
                 node_name=self.name,
                 containers=[
                     ev.ContainerActual(name=n, resources=r)

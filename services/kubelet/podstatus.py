@@ -79,6 +79,7 @@ def running_event(
         namespace=pod.metadata.namespace or "",
         name=pod.metadata.name or "",
         uid=pod.metadata.uid or "",
+        observed_generation=pod.metadata.generation,
         phase="Running",
         pod_ip=pod_ip(pod.metadata.uid or f"{pod.metadata.namespace}/{pod.metadata.name}"),
         host_ip=host_ip(node_name, node),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from schemas import events as ev
 from schemas.envelope import EventPayload
@@ -132,9 +132,15 @@ def shrinks(before: Resources, after: Resources) -> bool:
     return False
 
 
-def _ids(pod: Pod) -> dict[str, str]:
+def _ids(pod: Pod) -> dict[str, Any]:
+    """Who a kubelet event is about, and the generation of the spec it was decided on."""
     meta = pod.metadata
-    return {"namespace": meta.namespace or "", "name": meta.name or "", "uid": meta.uid or ""}
+    return {
+        "namespace": meta.namespace or "",
+        "name": meta.name or "",
+        "uid": meta.uid or "",
+        "observed_generation": meta.generation,
+    }
 
 
 def allocated_event(pod: Pod, allocation: Pod, node_name: str) -> ev.Allocated:

@@ -134,6 +134,17 @@ def new_pod(cs: CloneSet, template: PodTemplateSpec, revision: str) -> Pod:
     )
 
 
+def _running_revision(pods: list[Pod], history: dict[str, PodTemplateSpec]) -> str | None:
+    """The revision every pod runs, when the status names no current revision yet: a template
+    change that arrives before the controller's first status write must not make the new
+    template current (a rollback would then have nothing to go back to)."""
+    revisions = {lifecycle.revision(p) for p in pods}
+    if len(revisions) != 1:
+        return None
+    (revision,) = revisions
+    return revision if revision in history else None
+
+
 def _condition(cs: CloneSet) -> CloneSetCondition | None:
     return next((c for c in cs.status.conditions or [] if c.type == FAILED), None)
 
@@ -146,7 +157,11 @@ class _Reconcile:
         self.strategy = self.cs.spec.update_strategy
         self.update_rev = update_revision(self.cs)
         self.history = {**inputs.history, self.update_rev: self.cs.spec.template}
-        self.current_rev = self.cs.status.current_revision or self.update_rev
+        self.current_rev = (
+            self.cs.status.current_revision
+            or _running_revision(self.pods, self.history)
+            or self.update_rev
+        )
         condition = _condition(self.cs)
         self.failed = self.cs.status.failed_revision == self.update_rev
         self.rollback = self.failed and self.strategy.on_infeasible == "Rollback"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,6 +51,24 @@ MAX_BACKOFF = 30.0  # s: the longest wait before trying an unavailable apiserver
 log = logging.getLogger(__name__)
 
 
+class Backoff:
+    """The wait before trying an unavailable apiserver again: doubling from `initial` up to
+    `maximum`, back to `initial` once a pass gets through."""
+
+    def __init__(self, initial: float = IDLE_TICK, maximum: float = MAX_BACKOFF) -> None:
+        self.initial = initial
+        self.maximum = maximum
+        self._next = initial
+
+    def next(self) -> float:
+        delay = self._next
+        self._next = min(delay * 2, self.maximum)
+        return delay
+
+    def reset(self) -> None:
+        self._next = self.initial
+
+
 class Controller:
     def __init__(
         self,
@@ -57,7 +76,10 @@ class Controller:
         model: ReadModel,
         client: ApiClient,
         config: WorkloadConfig | None = None,
+        *,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
+        self._sleep = sleep
         self.settings = settings
         self.config = config or WorkloadConfig()
         self.model = model
@@ -86,11 +108,11 @@ class Controller:
 
     async def run(self) -> None:
         await self.model.ready.wait()
-        backoff = IDLE_TICK
+        backoff = Backoff()
         while True:
             self.wake.clear()
             clone_sets = sorted(self.model.objects("clonesets").items())
-            unavailable = False
+            unavailable: Unavailable | None = None
             for _, cs in clone_sets:
                 try:
                     await self.sync(cs)
@@ -99,15 +121,20 @@ class Controller:
                 except Refused as exc:  # not a resize (those fail the revision): retry later
                     log.warning("%s: the apiserver refused a write: %s", cs.metadata.name, exc)
                 except Unavailable as exc:  # never a crash loop: back off and decide again
-                    log.warning("apiserver unavailable, retrying in %.0fs: %s", backoff, exc)
-                    unavailable = True
+                    unavailable = exc
                     break
-            if not unavailable:
-                with contextlib.suppress(Unavailable, Refused):
-                    await self.collect_orphans([cs for _, cs in clone_sets])
-            backoff = min(backoff * 2, MAX_BACKOFF) if unavailable else IDLE_TICK
+            if unavailable is not None:
+                delay = backoff.next()
+                log.warning("apiserver unavailable, retrying in %.1fs: %s", delay, unavailable)
+                # The whole delay: records keep arriving (pods, the kubelet's statuses), and
+                # letting each end the wait would hammer an apiserver that is down.
+                await self._sleep(delay)
+                continue
+            backoff.reset()
+            with contextlib.suppress(Unavailable, Refused):
+                await self.collect_orphans([cs for _, cs in clone_sets])
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(backoff):
+                async with asyncio.timeout(IDLE_TICK):
                     await self.wake.wait()
 
     async def sync(self, cs: CloneSet) -> None:

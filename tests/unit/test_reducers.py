@@ -37,6 +37,21 @@ CREATED = ev.PodCreated(namespace=NS, name=NAME, uid=UID, pod=factories.pod(NS, 
 WANT = factories.resources("200m", "256Mi")
 
 PodCheck = Callable[[Pod], object]
+PROPOSED = ev.ResizeProposed(
+    namespace=NS, name=NAME, uid=UID, containers=[ev.ContainerResources(name="app", resources=WANT)]
+)
+
+
+def _observed(p: Pod) -> tuple[int | None, int | None, list[tuple[str, int | None]] | None]:
+    """(metadata.generation, status.observedGeneration, resize conditions' observedGeneration)."""
+    resize = [
+        (c.type, c.observed_generation)
+        for c in p.status.conditions or []
+        if c.type.startswith("PodResize")
+    ]
+    return p.metadata.generation, p.status.observed_generation, resize or None
+
+
 POD_CASES: list[tuple[str, list[ev.EventPayload], PodCheck, object]] = [
     (
         "created pod is Pending with rv and generation 1",
@@ -149,6 +164,30 @@ POD_CASES: list[tuple[str, list[ev.EventPayload], PodCheck, object]] = [
         (None, None),
     ),
     (
+        "InProgress with reason Error carries the runtime's message on the condition",
+        [
+            CREATED,
+            ev.ResizeStatusChanged(namespace=NS, name=NAME, uid=UID, resize="InProgress"),
+            ev.ResizeStatusChanged(
+                namespace=NS,
+                name=NAME,
+                uid=UID,
+                resize="InProgress",
+                reason="Error",
+                message="update_container_resources: injected failure",
+            ),
+        ],
+        lambda p: [(c.type, c.status, c.reason, c.message) for c in p.status.conditions],
+        [
+            (
+                "PodResizeInProgress",
+                "True",
+                "Error",
+                "update_container_resources: injected failure",
+            )
+        ],
+    ),
+    (
         "bound sets nodeName and PodScheduled=True",
         [CREATED, ev.PodBound(namespace=NS, name=NAME, uid=UID, node_name="n1")],
         lambda p: (p.spec.node_name, [(c.type, c.status) for c in p.status.conditions]),
@@ -201,6 +240,82 @@ POD_CASES: list[tuple[str, list[ev.EventPayload], PodCheck, object]] = [
             ),
         ),
         ("n1", "Failed", "Evicted", ("True", "TerminationByKubelet")),
+    ),
+    (
+        "kubelet events observe the generation they carry",
+        [
+            CREATED,
+            PROPOSED,
+            ev.Allocated(namespace=NS, name=NAME, uid=UID, node_name="n1", observed_generation=2),
+            ev.ResizeStatusChanged(
+                namespace=NS, name=NAME, uid=UID, resize="InProgress", observed_generation=2
+            ),
+        ],
+        _observed,
+        (2, 2, [("PodResizeInProgress", 2)]),
+    ),
+    (
+        "a kubelet event for generation 2 landing after the apiserver wrote 3 observes 2",
+        [
+            CREATED,
+            PROPOSED,
+            PROPOSED,
+            ev.ResizeStatusChanged(
+                namespace=NS, name=NAME, uid=UID, resize="Deferred", observed_generation=2
+            ),
+        ],
+        _observed,
+        (3, 2, [("PodResizePending", 2)]),
+    ),
+    (
+        "the kubelet catching up with generation 3 observes 3",
+        [
+            CREATED,
+            PROPOSED,
+            PROPOSED,
+            ev.ResizeStatusChanged(
+                namespace=NS, name=NAME, uid=UID, resize="Deferred", observed_generation=2
+            ),
+            ev.ResizeStatusChanged(
+                namespace=NS, name=NAME, uid=UID, resize="InProgress", observed_generation=3
+            ),
+        ],
+        _observed,
+        (3, 3, [("PodResizeInProgress", 3)]),
+    ),
+    (
+        "observedGeneration never goes back (an older event folded late)",
+        [
+            CREATED,
+            PROPOSED,
+            ev.Actuated(namespace=NS, name=NAME, uid=UID, node_name="n1", observed_generation=2),
+            ev.Actuated(namespace=NS, name=NAME, uid=UID, node_name="n1", observed_generation=1),
+        ],
+        _observed,
+        (2, 2, None),
+    ),
+    (
+        "events of logs without the field observe the pod's generation",
+        [
+            CREATED,
+            PROPOSED,
+            ev.ResizeStatusChanged(namespace=NS, name=NAME, uid=UID, resize="InProgress"),
+        ],
+        _observed,
+        (2, 2, [("PodResizeInProgress", 2)]),
+    ),
+    (
+        "apiserver events do not move observedGeneration",
+        [
+            CREATED,
+            ev.PodPhaseChanged(
+                namespace=NS, name=NAME, uid=UID, phase="Running", observed_generation=1
+            ),
+            PROPOSED,
+            ev.PodBound(namespace=NS, name=NAME, uid=UID, node_name="n1"),
+        ],
+        lambda p: (p.metadata.generation, p.status.observed_generation),
+        (2, 1),
     ),
     (
         "resourceVersion packs offset and partition",

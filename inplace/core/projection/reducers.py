@@ -119,8 +119,11 @@ def _container_status(pod: Pod, name: str, *, init: bool) -> ContainerStatus:
     return status
 
 
-def _resize_conditions(pod: Pod, when: datetime, reason: str | None, message: str | None) -> None:
-    """Mirror status.resize in the PodResizePending / PodResizeInProgress conditions."""
+def _resize_conditions(
+    pod: Pod, when: datetime, reason: str | None, message: str | None, generation: int | None
+) -> None:
+    """Mirror status.resize in the PodResizePending / PodResizeInProgress conditions, which
+    observe `generation` (the spec the writer decided on)."""
     resize = pod.status.resize
     pending = "True" if resize in ("Deferred", "Infeasible") else None
     _set_condition(
@@ -130,7 +133,7 @@ def _resize_conditions(pod: Pod, when: datetime, reason: str | None, message: st
         when,
         resize if pending else None,
         message if pending else None,
-        pod.metadata.generation,
+        generation,
     )
     in_progress = "True" if resize == "InProgress" else None
     _set_condition(
@@ -140,7 +143,7 @@ def _resize_conditions(pod: Pod, when: datetime, reason: str | None, message: st
         when,
         reason,
         message,
-        pod.metadata.generation,
+        generation,
     )
 
 
@@ -181,7 +184,7 @@ def reduce_pod(
         if payload.managed_fields is not None:
             pod.metadata.managed_fields = list(payload.managed_fields)
         status.resize = "Proposed"
-        _resize_conditions(pod, when, None, None)
+        _resize_conditions(pod, when, None, None, pod.metadata.generation)
     elif isinstance(payload, ev.PodUpdated):
         pod.metadata.labels = dict(payload.labels) if payload.labels else None
         pod.metadata.annotations = dict(payload.annotations) if payload.annotations else None
@@ -191,7 +194,9 @@ def reduce_pod(
             container.image = payload.images.get(container.name, container.image)
     elif isinstance(payload, ev.ResizeStatusChanged):
         status.resize = payload.resize
-        _resize_conditions(pod, when, payload.reason, payload.message)
+        _resize_conditions(
+            pod, when, payload.reason, payload.message, observed_generation(pod, payload)
+        )
     elif isinstance(payload, ev.Allocated):
         for allocs, init in ((payload.containers, False), (payload.init_containers, True)):
             for alloc in allocs:
@@ -237,20 +242,22 @@ def reduce_pod(
         cs.state = ContainerState(running=ContainerStateRunning(started_at=when))
     elif isinstance(payload, ev.PodEvicted):
         _evicted(pod, payload, when)
-    if isinstance(payload, _KUBELET_EVENTS):
-        # 1.34+: the generation of the spec the kubelet acted on (a resize bumps it).
-        status.observed_generation = pod.metadata.generation
+    if isinstance(payload, ev.KubeletPodEvent):
+        # 1.34+: the generation of the spec the kubelet acted on (a resize bumps it); never
+        # backwards, though the apiserver may be ahead of it.
+        observed = observed_generation(pod, payload)
+        if status.observed_generation is None or status.observed_generation < observed:
+            status.observed_generation = observed
     _stamp_rv(pod, resource_version(position))
     return pod
 
 
-_KUBELET_EVENTS = (
-    ev.Allocated,
-    ev.ResizeStatusChanged,
-    ev.Actuated,
-    ev.PodPhaseChanged,
-    ev.ContainerRestarted,
-)
+def observed_generation(pod: Pod, payload: ev.KubeletPodEvent) -> int:
+    """The generation a kubelet event acted on: the one it carries, or, in logs written before
+    events carried it, the pod's generation when the event is folded."""
+    if payload.observed_generation is not None:
+        return payload.observed_generation
+    return pod.metadata.generation or 1
 
 
 def _terminated(cs: ContainerStatus, when: datetime, exit_code: int, reason: str) -> ContainerState:

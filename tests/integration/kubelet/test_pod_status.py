@@ -165,6 +165,23 @@ async def test_resize_events_as_the_kubelet_emits_them(
         )
         assert any(t == "Warning" and r == "ResizeInfeasible" for t, r, _ in seen)
 
+        async def pending(name: str) -> dict[str, Any]:
+            return (await http.get(f"{base}/{name}")).json()
+
+        def resize_pending(p: dict[str, Any]) -> dict[str, Any] | None:
+            conditions = p["status"].get("conditions") or []
+            return next((c for c in conditions if c["type"] == "PodResizePending"), None)
+
+        # The conditions say which request they are about (1.34+ conditions[].observedGeneration).
+        infeasible = await until(
+            partial(pending, "a"),
+            lambda p: (c := resize_pending(p)) is not None and c["reason"] == "Infeasible",
+            "PodResizePending Infeasible",
+        )
+        assert infeasible["metadata"]["generation"] == 3
+        assert resize_pending(infeasible)["observedGeneration"] == 3  # type: ignore[index]
+        assert infeasible["status"]["observedGeneration"] == 3
+
         # Repeated events aggregate on one Event (count, firstTimestamp kept, lastTimestamp
         # and message from the latest), like the kubelet's event correlator.
         assert (
@@ -197,3 +214,10 @@ async def test_resize_events_as_the_kubelet_emits_them(
             "deferred",
         )
         assert any(t == "Warning" and r == "ResizeDeferred" for t, r, _ in seen)
+        deferred = await until(
+            partial(pending, "b"),
+            lambda p: (c := resize_pending(p)) is not None and c["reason"] == "Deferred",
+            "PodResizePending Deferred",
+        )
+        assert resize_pending(deferred)["observedGeneration"] == 2  # type: ignore[index]
+        assert deferred["metadata"]["generation"] == deferred["status"]["observedGeneration"] == 2

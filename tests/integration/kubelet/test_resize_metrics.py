@@ -23,6 +23,16 @@ def _states() -> dict[str, float]:
     }
 
 
+def _durations() -> dict[str, float]:
+    return {
+        success: REGISTRY.get_sample_value(
+            "kubelet_pod_resize_duration_milliseconds_count", {"success": success}
+        )
+        or 0
+        for success in ("true", "false")
+    }
+
+
 async def test_counters_balance_after_a_mixed_load(
     apiserver: RoleProcess, settings: Settings
 ) -> None:
@@ -39,7 +49,8 @@ async def test_counters_balance_after_a_mixed_load(
         )
         or 0
     )
-    async with running_kubelet(settings):  # one 4-CPU node
+    durations = _durations()
+    async with running_kubelet(settings) as (_, runtime):  # one 4-CPU node
         for name, cpu in (
             ("hog", "2500m"),
             ("done", "500m"),
@@ -48,6 +59,7 @@ async def test_counters_balance_after_a_mixed_load(
         ):
             await call(v1.create_namespaced_pod, "default", node0_pod(name, cpu))
         await until(pod("waiter"), lambda p: p.status.phase == "Running", "running")
+        runtime.fail_next("update_container_resources")  # one failed attempt, then done
         await call(v1.patch_namespaced_pod_resize, "done", "default", cpu_resize("1"))
         await until(
             pod("done"), lambda p: p.status.resize is None and p.metadata.generation == 2, "done"
@@ -84,6 +96,7 @@ async def test_counters_balance_after_a_mixed_load(
     assert REGISTRY.get_sample_value("kubelet_pod_in_progress_resizes") == 0
     detail = {"reason_detail": "insufficient_node_allocatable"}
     assert (REGISTRY.get_sample_value("kubelet_pod_infeasible_resizes_total", detail) or 0) >= 1
-    assert REGISTRY.get_sample_value(
-        "kubelet_pod_resize_duration_milliseconds_count", {"success": "true"}
-    )
+    # Completed resizes and the failed attempt, each under its success label.
+    after_durations = _durations()
+    assert after_durations["true"] - durations["true"] == 2
+    assert after_durations["false"] - durations["false"] == 1

@@ -146,8 +146,18 @@ def kubelet_env() -> dict[str, str]:
 
 
 @pytest.fixture
+def controller_apiserver_url(apiserver: RoleProcess) -> str:
+    """Where the controller reaches the apiserver (a test module may put a proxy between)."""
+    return apiserver.url
+
+
+@pytest.fixture
 async def cluster(
-    settings: Settings, apiserver: RoleProcess, tmp_path: Path, kubelet_env: dict[str, str]
+    settings: Settings,
+    apiserver: RoleProcess,
+    tmp_path: Path,
+    kubelet_env: dict[str, str],
+    controller_apiserver_url: str,
 ) -> AsyncIterator[Cluster]:
     kubelet = RoleProcess(
         "kubelet",
@@ -163,7 +173,7 @@ async def cluster(
         "workload",
         settings,
         tmp_path / "workload.log",
-        INPLACE_WORKLOAD_APISERVER_URL=apiserver.url,
+        INPLACE_WORKLOAD_APISERVER_URL=controller_apiserver_url,
     )
     procs = [kubelet, scheduler, controller]
     for proc in procs:

@@ -138,3 +138,58 @@ async def test_a_resize_over_quota_403_fails_the_revision_without_crashing(
     now = await cluster.pods("capped")
     assert {p.metadata.uid for p in now} == {p.metadata.uid for p in pods}
     assert all(cpu_of(p) == "100m" for p in now), "nothing was resized"
+
+
+async def test_a_403_mid_rollout_rolls_back_the_pods_already_resized(cluster: Cluster) -> None:
+    """The quota has room for one pod's resize, not two: the first pod is resized, the second
+    is refused (403), and Rollback returns the first to the old resources, in place."""
+    quota = {"metadata": {"name": "cpu-cap"}, "spec": {"hard": {"requests.cpu": "450m"}}}
+    await cluster.call(cluster.core.create_namespaced_resource_quota, "default", quota)
+    await cluster.create(
+        clone_set("capped", 3, "100m", maxConcurrentResizes=1, onInfeasible="Rollback")
+    )
+
+    async def up() -> list[Any] | None:
+        pods = await cluster.pods("capped")
+        return pods if running(pods, 3) else None
+
+    pods = await eventually(up)
+    await cluster.patch("capped", cpu_patch("200m"))  # 300m + 100m fits, + 100m more does not
+
+    async def rolled_back() -> dict[str, Any] | None:
+        cs = await cluster.get("capped")
+        c = condition(cs)
+        return cs if c and c["status"] == "True" and c["reason"] == "RolledBack" else None
+
+    cs = await eventually(rolled_back)
+    assert "exceeded quota: cpu-cap" in condition(cs)["message"]  # type: ignore[index]
+
+    async def back() -> list[Any] | None:
+        now = await cluster.pods("capped")
+        done = all(
+            cpu_of(p) == "100m"
+            and p.status.resize is None
+            and str(p.status.container_statuses[0].resources.requests["cpu"]) == "100m"
+            for p in now
+        )
+        return now if done else None
+
+    now = await eventually(back)
+    assert {p.metadata.uid for p in now} == {p.metadata.uid for p in pods}, "in place"
+    assert all(
+        p.metadata.labels["controller-revision-hash"] == cs["status"]["currentRevision"]
+        for p in now
+    )
+    log = await read_log(cluster.settings, ev.PODS)
+    proposals = [
+        (e.payload.name, str(e.payload.containers[0].resources.requests["cpu"]))
+        for e in log
+        if isinstance(e.payload, ev.ResizeProposed)
+    ]
+    first = pods[0].metadata.name
+    assert proposals == [(first, "200m"), (first, "100m")], "resized, then rolled back"
+    refusals = [e.payload for e in log if isinstance(e.payload, ev.ResizeRefused)]
+    assert [(r.name, r.code) for r in refusals] == [(pods[1].metadata.name, 403)]
+    events = await cluster.call(cluster.core.list_namespaced_event, "default")
+    assert {"RollingBack", "RolledBack"} <= {e.reason for e in events.items}
+    assert cluster.controller.alive() and await cluster.controller.healthz() == 200

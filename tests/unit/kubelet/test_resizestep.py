@@ -61,6 +61,8 @@ def test_an_accepted_resize_allocates_then_says_in_progress_and_started() -> Non
         and str(resources_of(step.allocation)["c"].requests["cpu"]) == "2"
     )
     assert kinds(step.writes) == [("Allocated", None), ("ResizeStatusChanged", "InProgress")]
+    # Each write says which spec it was decided on (status.observedGeneration, 1.34+).
+    assert [getattr(w, "observed_generation", None) for w in step.writes] == [2, 2]
     assert [(n.reason, n.message) for n in step.notices] == [
         ("ResizeStarted", "Pod resize started (generation 2)")
     ]

@@ -113,6 +113,16 @@ def test_creates_missing_pods_at_the_update_revision() -> None:
     assert plan.status.update_revision == plan.status.current_revision == update_revision(cs)
 
 
+def test_a_template_change_before_the_first_status_keeps_the_pods_revision_current() -> None:
+    old, new = make_set(), make_set(cpu="200m")
+    assert new.status.current_revision is None, "the controller never wrote a status"
+    history = {update_revision(old): old.spec.template, update_revision(new): new.spec.template}
+    plan = reconcile(Inputs(clone_set=new, pods=running_pods(old), history=history, now=NOW))
+    assert plan.status.current_revision == update_revision(old)
+    assert plan.status.update_revision == update_revision(new)
+    assert kinds(plan.actions)[:1] == [("Relabel", "web-0")], "the rollout starts"
+
+
 @pytest.mark.parametrize("phase", ["Failed", "Succeeded"])
 def test_a_terminal_pod_is_replaced_and_left_in_place(phase: str) -> None:
     cs = make_set()
