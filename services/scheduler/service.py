@@ -23,7 +23,6 @@ from datetime import UTC, datetime
 from prometheus_client import Counter, Gauge
 
 from inplace.core.bus.consumer import Record
-from inplace.core.bus.nodeheader import node_of
 from inplace.core.bus.producer import EventProducer, Position
 from inplace.core.observability.metrics import EVENTS_PRODUCED
 from inplace.core.readmodel import ReadModel
@@ -320,8 +319,7 @@ class Scheduler:
     ) -> None:
         for payload in payloads:
             envelope = Envelope.wrap(payload, producer=ROLE, cause=cause)
-            node = node_of(payload, self.model.state.pods)
-            sends.append(await self.producer.send(envelope, node=node))
+            sends.append(await self.producer.send(envelope))
             EVENTS_PRODUCED.labels(ROLE, envelope.type).inc()
 
 

@@ -13,7 +13,7 @@ from aiokafka.structs import ConsumerRecord
 
 from inplace.core.bus.auth import aiokafka_options
 from inplace.core.bus.producer import EventProducer, Position
-from inplace.core.observability.metrics import DEAD_LETTERS, EVENTS_CONSUMED, EVENTS_SKIPPED
+from inplace.core.observability.metrics import DEAD_LETTERS, EVENTS_CONSUMED
 from schemas.envelope import Envelope, MalformedEvent, decode
 from schemas.events import DEAD_LETTER
 
@@ -83,25 +83,13 @@ class Batch:
         return bool(self.next_offsets)
 
 
-Accept = Callable[[RawRecord], bool]
-
-
 async def decode_batch(
-    raw: dict[TopicPartition, list[RawRecord]],
-    role: str,
-    dead_letters: DeadLetters | None,
-    accept: Accept | None = None,
+    raw: dict[TopicPartition, list[RawRecord]], role: str, dead_letters: DeadLetters | None
 ) -> Batch:
-    """`accept`: decode only the records it takes (from their key and headers, before any
-    parsing); the others still advance the partition's position."""
     batch = Batch()
     consumed: Counter[str] = Counter()
-    skipped = 0
     for tp, items in raw.items():
         for item in items:
-            if accept is not None and not accept(item):
-                skipped += 1
-                continue
             decoded = decode_record(item)
             if isinstance(decoded, Malformed):
                 if dead_letters:
@@ -116,8 +104,6 @@ async def decode_batch(
     # One labels() lookup per event type and batch, not per record (it was ~10% of a rebuild).
     for kind, n in consumed.items():
         EVENTS_CONSUMED.labels(role, kind).inc(n)
-    if skipped:
-        EVENTS_SKIPPED.labels(role).inc(skipped)
     return batch
 
 
@@ -236,9 +222,6 @@ class LogReader:
 
     async def __aenter__(self) -> LogReader:
         await self._consumer.start()
-        # Let the consumer's own tasks run once: its stop() awaits a task it cancels, and one
-        # that never started raises CancelledError into whoever stops it (aiokafka 0.14).
-        await asyncio.sleep(0)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -258,13 +241,9 @@ class LogReader:
         return dict(await self._consumer.end_offsets(tps))
 
     async def read(
-        self,
-        start: dict[TopicPartition, int],
-        end: dict[TopicPartition, int],
-        accept: Accept | None = None,
+        self, start: dict[TopicPartition, int], end: dict[TopicPartition, int]
     ) -> AsyncIterator[Batch]:
-        """Batches covering [start, end) for every partition (the records `accept` takes),
-        then stop."""
+        """Batches covering [start, end) for every partition, then stop."""
         todo = {tp: off for tp, off in end.items() if start.get(tp, 0) < off}
         if not todo:
             return
@@ -280,7 +259,7 @@ class LogReader:
                 for tp, items in raw.items()
                 if tp in todo
             }
-            batch = await decode_batch(clipped, self._role, None, accept)
+            batch = await decode_batch(clipped, self._role, None)
             # position(), not the last record's offset: transaction markers take offsets too.
             for tp in list(todo):
                 if await self._consumer.position(tp) >= todo[tp]:
@@ -294,12 +273,9 @@ class LogFollower:
     snapshot ends: every reader (an apiserver replica's read model) sees every partition in
     order."""
 
-    def __init__(
-        self, bootstrap: str, topics: list[str], *, role: str, accept: Accept | None = None
-    ) -> None:
+    def __init__(self, bootstrap: str, topics: list[str], *, role: str) -> None:
         self._topics = topics
         self._role = role
-        self._accept = accept
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=bootstrap,
             **aiokafka_options(),
@@ -338,7 +314,7 @@ class LogFollower:
     async def batches(self, timeout_ms: int = 200) -> AsyncIterator[Batch]:
         while True:
             raw = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=5000)
-            yield await decode_batch(raw, self._role, None, self._accept)
+            yield await decode_batch(raw, self._role, None)
 
     async def position(self, tp: TopicPartition) -> int:
         return await self._consumer.position(tp)

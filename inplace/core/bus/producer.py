@@ -61,23 +61,17 @@ class EventProducer:
     def topic(self, logical: str) -> str:
         return f"{self.topic_prefix}{logical}"
 
-    async def publish(self, envelope: Envelope, *, node: str | None = None) -> Position:
+    async def publish(self, envelope: Envelope) -> Position:
         """Write one event and wait until the broker has it."""
-        return await (await self.send(envelope, node=node))
+        return await (await self.send(envelope))
 
-    async def send(
-        self, envelope: Envelope, *, node: str | None = None
-    ) -> asyncio.Future[Position]:
-        """Queue one event (batched by linger_ms); await the result for its position. `node`:
-        the pod's node for the `node` header (nodeheader.py), when the writer knows it."""
-        headers = [("type", envelope.type.encode())]
-        if node is not None:
-            headers.append(("node", node.encode()))
+    async def send(self, envelope: Envelope) -> asyncio.Future[Position]:
+        """Queue one event (batched by linger_ms); await the result for its position."""
         future = await self._producer.send(
             self.topic(envelope.topic),
             value=envelope.encode(),
             key=envelope.key.encode(),
-            headers=headers,
+            headers=[("type", envelope.type.encode())],
         )
         return asyncio.ensure_future(_position(future))
 

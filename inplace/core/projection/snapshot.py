@@ -12,9 +12,7 @@ followed from offset 0.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
 import asyncpg
 from aiokafka import TopicPartition
@@ -22,11 +20,8 @@ from aiokafka import TopicPartition
 from inplace.core.projection.state import ClusterState
 from inplace.core.projection.store import ProjectionStore
 from schemas import events as ev
-from schemas.k8s import Pod
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 PROJECTED_TOPICS = (ev.PODS, ev.NODES, ev.POLICY, ev.K8S_EVENTS)
 
@@ -46,30 +41,6 @@ class Snapshot:
         )
 
 
-async def _consistent_read(
-    dsn: str,
-    schema: str,
-    read: Callable[[asyncpg.Connection, ProjectionStore], Awaitable[T | str]],
-    connect_timeout: float,
-) -> T | str:
-    """`read` inside one REPEATABLE READ transaction of the projection, or why it could not
-    run (one line, for the log)."""
-    store = ProjectionStore(schema)
-    try:
-        conn = await asyncpg.connect(dsn, timeout=connect_timeout)
-    except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
-        return f"PostgreSQL unavailable ({exc})"
-    try:
-        if not await store.exists(conn):
-            return f"no projection schema {schema!r}"
-        async with conn.transaction(isolation="repeatable_read", readonly=True):
-            return await read(conn, store)
-    except (OSError, asyncpg.PostgresError, ValueError) as exc:
-        return f"cannot read the projection ({exc})"
-    finally:
-        await conn.close()
-
-
 async def load_snapshot(
     dsn: str,
     schema: str,
@@ -79,36 +50,22 @@ async def load_snapshot(
     allocations: bool = False,
 ) -> Snapshot | str:
     """The snapshot, or why there is none (one line, for the log)."""
-
-    async def read(conn: asyncpg.Connection, store: ProjectionStore) -> Snapshot | str:
-        offsets = await store.offsets(conn)
-        if not offsets:
-            return "the projector has not stored anything yet"
-        state = await store.load_state(conn, allocations=allocations)
-        mine = {tp: n for tp, n in offsets.items() if tp.topic in projected_topics}
-        return Snapshot(state, mine)
-
-    return await _consistent_read(dsn, schema, read, connect_timeout)
-
-
-@dataclass(frozen=True)
-class NodePods:
-    """The projected pods of some nodes, their checkpoint, and where the projection is."""
-
-    pods: dict[tuple[str, str], Pod]
-    allocations: dict[tuple[str, str], ev.Allocated]
-    offsets: dict[TopicPartition, int]
-
-
-async def load_pods_on(
-    dsn: str, schema: str, nodes: list[str], connect_timeout: float = 10.0
-) -> NodePods | str:
-    """The pods of `nodes` as the projection holds them (a kubelet taking nodes over), or why
-    there is none (one line)."""
-
-    async def read(conn: asyncpg.Connection, store: ProjectionStore) -> NodePods:
-        offsets = await store.offsets(conn)
-        pods, allocations = await store.load_pods_on(conn, nodes)
-        return NodePods(pods, allocations, offsets)
-
-    return await _consistent_read(dsn, schema, read, connect_timeout)
+    store = ProjectionStore(schema)
+    try:
+        conn = await asyncpg.connect(dsn, timeout=connect_timeout)
+    except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+        return f"PostgreSQL unavailable ({exc})"
+    try:
+        if not await store.exists(conn):
+            return f"no projection schema {schema!r}"
+        async with conn.transaction(isolation="repeatable_read", readonly=True):
+            offsets = await store.offsets(conn)
+            if not offsets:
+                return "the projector has not stored anything yet"
+            state = await store.load_state(conn, allocations=allocations)
+    except (OSError, asyncpg.PostgresError, ValueError) as exc:
+        return f"cannot read the projection ({exc})"
+    finally:
+        await conn.close()
+    mine = {tp: n for tp, n in offsets.items() if tp.topic in projected_topics}
+    return Snapshot(state, mine)

@@ -67,8 +67,7 @@ async def test_kubelet_restarts_from_the_projection_and_reads_only_the_tail(
                 containers=[ev.ContainerResources(name="app", resources=shrink)],
             ),
             producer="apiserver",
-        ),
-        node="node-1",  # the `node` header, as the apiserver writes it for a bound pod
+        )
     )
 
     kubelet = RoleProcess("kubelet", settings, tmp_path / "kubelet.log", INPLACE_KUBELET_NODES="3")
