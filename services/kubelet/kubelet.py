@@ -204,6 +204,10 @@ class Kubelet:
                 self._start_worker(self.agents[name])
             OWNED_NODE.labels(name).set(1)
         self.serving = True
+        # Simulated nodes registered while the group rebalanced (not adopted then): ours now.
+        for name, node in list(self.model.objects("nodes").items()):
+            if name not in self.agents and _is_simulated(node) and self._mine(name):
+                self._adopt(name)
         log.info(
             "kubelet serving %d node(s) (partitions %s of %s; %d new)",
             len(self.agents),

@@ -25,15 +25,25 @@ Callback = Callable[[set[int]], Awaitable[None]]
 
 
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+    """aiokafka logs a listener's exception and carries on, which would leave nodes unserved
+    without a word: the failure is kept and ends the group member (the kubelet restarts)."""
+
     def __init__(self, on_assigned: Callback, on_revoked: Callback) -> None:
         self._assigned = on_assigned
         self._revoked = on_revoked
+        self.failed: BaseException | None = None
 
     async def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
-        await self._revoked({tp.partition for tp in revoked})
+        try:
+            await self._revoked({tp.partition for tp in revoked})
+        except Exception as exc:
+            self.failed = exc
 
     async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
-        await self._assigned({tp.partition for tp in assigned})
+        try:
+            await self._assigned({tp.partition for tp in assigned})
+        except Exception as exc:
+            self.failed = exc
 
 
 class NodeLeases:
@@ -82,5 +92,9 @@ class NodeLeases:
             log.info("kubelet joined consumer group %s on %s", self.group, self.topic)
             while True:  # assignment callbacks run inside these polls
                 await self._consumer.getmany(timeout_ms=1000, max_records=500)
+                if self._listener.failed is not None:
+                    raise RuntimeError(
+                        f"taking or giving up nodes failed: {self._listener.failed!r}"
+                    ) from self._listener.failed
         finally:
             await self._consumer.stop()

@@ -222,6 +222,9 @@ class LogReader:
 
     async def __aenter__(self) -> LogReader:
         await self._consumer.start()
+        # Let the consumer's own tasks run once: its stop() awaits a task it cancels, and one
+        # that never started raises CancelledError into whoever stops it (aiokafka 0.14).
+        await asyncio.sleep(0)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
