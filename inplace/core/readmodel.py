@@ -182,6 +182,7 @@ class ReadModel:
         self._listeners: list[Callable[[Record], None]] = []
         self._seeders: list[Callable[[], None]] = []
         self.keep_allocations = allocations
+        self.from_snapshot = False  # the state came from the projection, not offset 0
         self.state = ClusterState(allocations={} if allocations else None)
         self.watchable = window > 0
         self.collections = {n: Collection(n, deque(maxlen=window)) for n in COLLECTIONS}
@@ -215,6 +216,7 @@ class ReadModel:
             START_SOURCE.labels(self.role, "log").set(1)
             return {}
         self.state = found.state
+        self.from_snapshot = True
         self.applied.update(found.offsets)
         for collection in self.collections.values():
             rvs = [_rv_of(obj) for obj in self.objects(collection.name).values()]

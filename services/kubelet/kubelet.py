@@ -16,11 +16,12 @@ from collections.abc import AsyncIterator
 from inplace.core.bus.consumer import Record
 from inplace.core.bus.producer import EventProducer
 from inplace.core.logwriter import LogWriter
+from inplace.core.projection.snapshot import load_causes
 from inplace.core.readmodel import ReadModel
 from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.envelope import Envelope
-from schemas.k8s import Node, ResourceRequirements
+from schemas.k8s import Node, Pod, ResourceRequirements
 from schemas.nodeswap import planning_capacity
 from services.kubelet.admission import POD_LEVEL, NodeAllocation
 from services.kubelet.config import KubeletConfig
@@ -149,6 +150,8 @@ class Kubelet:
         leases: asyncio.Task[None] | None = None
         try:
             await self._wait_ready(follower)
+            if self.model.from_snapshot:
+                await self._seed_causes()
             self._writer = LogWriter(producer, self.model, ROLE)
             leases = asyncio.create_task(self.leases.run(), name="node-leases")
             while True:  # a crashed worker, group member or read model ends the kubelet
@@ -269,6 +272,25 @@ class Kubelet:
             waiter.cancel()
             follower.result()
 
+    async def _seed_causes(self) -> None:
+        """Started from the projection, the kubelet has not seen the requests it still has to
+        answer: take each unsettled pod's last request from the history, so what it writes
+        for them keeps the request's correlation id (one id from Proposed to Actuated)."""
+        keys = [
+            key
+            for key, pod in self.model.objects("pods").items()
+            if f"{key[0]}/{key[1]}" not in self.causes and _unsettled(pod)
+        ]
+        if not keys:
+            return
+        s = self.settings
+        found = await load_causes(s.postgres_dsn, s.projection_schema, keys, besides=ROLE)
+        if isinstance(found, str):
+            log.warning("kubelet: no request history for %d unsettled pods (%s)", len(keys), found)
+            return
+        for (namespace, name), envelope in found.items():
+            self.causes.setdefault(f"{namespace}/{name}", envelope)
+
     def _allocated(self, namespace: str, name: str) -> dict[str, ResourceRequirements] | None:
         """The pod's allocation checkpoint (requests AND limits), per container name."""
         checkpoint = self.model.state.allocations or {}
@@ -301,6 +323,13 @@ class Kubelet:
             self.agents[pod.spec.node_name or ""].enqueue(
                 f"{pod.metadata.namespace}/{pod.metadata.name}"
             )
+
+
+def _unsettled(pod: Pod) -> bool:
+    """A resize the kubelet may still have to decide or finish."""
+    generation = pod.metadata.generation or 1
+    observed = pod.status.observed_generation or 0
+    return pod.status.resize is not None or (generation > 1 and observed < generation)
 
 
 SIMULATED = "inplace.io/simulated"

@@ -11,8 +11,11 @@ followed from offset 0.
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import asyncpg
 from aiokafka import TopicPartition
@@ -20,8 +23,12 @@ from aiokafka import TopicPartition
 from inplace.core.projection.state import ClusterState
 from inplace.core.projection.store import ProjectionStore
 from schemas import events as ev
+from schemas.envelope import Envelope, EventPayload
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+NsName = tuple[str, str]
 
 PROJECTED_TOPICS = (ev.PODS, ev.NODES, ev.POLICY, ev.K8S_EVENTS)
 
@@ -41,15 +48,14 @@ class Snapshot:
         )
 
 
-async def load_snapshot(
+async def _consistent_read(
     dsn: str,
     schema: str,
-    projected_topics: set[str],
-    connect_timeout: float = 10.0,
-    *,
-    allocations: bool = False,
-) -> Snapshot | str:
-    """The snapshot, or why there is none (one line, for the log)."""
+    read: Callable[[asyncpg.Connection, ProjectionStore], Awaitable[T | str]],
+    connect_timeout: float,
+) -> T | str:
+    """`read` inside one REPEATABLE READ transaction of the projection, or why it could not
+    run (one line, for the log)."""
     store = ProjectionStore(schema)
     try:
         conn = await asyncpg.connect(dsn, timeout=connect_timeout)
@@ -59,13 +65,62 @@ async def load_snapshot(
         if not await store.exists(conn):
             return f"no projection schema {schema!r}"
         async with conn.transaction(isolation="repeatable_read", readonly=True):
-            offsets = await store.offsets(conn)
-            if not offsets:
-                return "the projector has not stored anything yet"
-            state = await store.load_state(conn, allocations=allocations)
+            return await read(conn, store)
     except (OSError, asyncpg.PostgresError, ValueError) as exc:
         return f"cannot read the projection ({exc})"
     finally:
         await conn.close()
-    mine = {tp: n for tp, n in offsets.items() if tp.topic in projected_topics}
-    return Snapshot(state, mine)
+
+
+async def load_snapshot(
+    dsn: str,
+    schema: str,
+    projected_topics: set[str],
+    connect_timeout: float = 10.0,
+    *,
+    allocations: bool = False,
+) -> Snapshot | str:
+    """The snapshot, or why there is none (one line, for the log)."""
+
+    async def read(conn: asyncpg.Connection, store: ProjectionStore) -> Snapshot | str:
+        offsets = await store.offsets(conn)
+        if not offsets:
+            return "the projector has not stored anything yet"
+        state = await store.load_state(conn, allocations=allocations)
+        mine = {tp: n for tp, n in offsets.items() if tp.topic in projected_topics}
+        return Snapshot(state, mine)
+
+    return await _consistent_read(dsn, schema, read, connect_timeout)
+
+
+async def load_causes(
+    dsn: str,
+    schema: str,
+    keys: list[tuple[str, str]],
+    *,
+    besides: str,
+    connect_timeout: float = 10.0,
+) -> dict[tuple[str, str], Envelope] | str:
+    """The newest event of each pod in `keys` that `besides` did not write, as its envelope
+    (the request a role started from a snapshot still has to answer, with its correlation id),
+    or why there is none."""
+
+    async def read(conn: asyncpg.Connection, store: ProjectionStore) -> dict[NsName, Envelope]:
+        found: dict[NsName, Envelope] = {}
+        for r in await store.latest_requests(conn, keys, besides=besides):
+            found[(r["namespace"], r["pod_name"])] = Envelope.model_validate(
+                {
+                    "id": r["event_id"],
+                    "type": r["event_type"],
+                    "schema_version": EventPayload.registry[r["event_type"]].VERSION,
+                    "key": f"{r['namespace']}/{r['pod_name']}",
+                    "time": r["event_time"],
+                    "producer": r["producer"],
+                    "correlation_id": r["correlation_id"],
+                    "causation_id": r["causation_id"],
+                    "payload": json.loads(r["payload"]),
+                }
+            )
+        return found
+
+    return await _consistent_read(dsn, schema, read, connect_timeout)

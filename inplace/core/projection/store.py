@@ -111,6 +111,23 @@ class ProjectionStore:
             state.events[(r["namespace"], r["name"])] = Event.model_validate_json(r["object"])
         return state
 
+    async def latest_requests(
+        self, conn: asyncpg.Connection, keys: list[tuple[str, str]], *, besides: str
+    ) -> list[asyncpg.Record]:
+        """Each pod's newest history row written by a producer other than `besides` (what a
+        role reacting to requests was last asked), for the pods `keys`."""
+        return list(
+            await conn.fetch(
+                f"SELECT DISTINCT ON (h.namespace, h.pod_name) h.* FROM {self.schema}.pod_history h"
+                " JOIN unnest($1::text[], $2::text[]) AS k(namespace, name)"
+                " ON h.namespace = k.namespace AND h.pod_name = k.name WHERE h.producer <> $3"
+                ' ORDER BY h.namespace, h.pod_name, h.partition DESC, h."offset" DESC',
+                [k[0] for k in keys],
+                [k[1] for k in keys],
+                besides,
+            )
+        )
+
     async def offsets(self, conn: asyncpg.Connection) -> dict[TopicPartition, int]:
         rows = await conn.fetch(
             f"SELECT topic, partition, next_offset FROM {self.schema}.consumer_offsets "
