@@ -62,19 +62,12 @@ class ClusterState:
             self._checkpoint(key, payload)
 
     def _checkpoint(self, key: NsName, payload: EventPayload) -> None:
-        allocations = self.allocations
-        if allocations is None:
+        if self.allocations is None:
             return
         if isinstance(payload, ev.Allocated):
-            allocations[key] = payload
+            _put(self, "allocations", key, payload)
         elif isinstance(payload, ev.PodDeleted | ev.PodEvicted):
-            allocations.pop(key, None)
-        else:
-            return
-        touched = self.touched.get("allocations")
-        if touched is None:
-            self.touched["allocations"] = touched = set()
-        touched.add(key)
+            _put(self, "allocations", key, None)
 
     def take_touched(self) -> dict[str, set[Any]]:
         touched, self.touched = self.touched, {}
