@@ -21,6 +21,7 @@ from typing import Any, Literal
 from aiokafka import TopicPartition
 
 from inplace.core.bus.consumer import LogFollower, Record
+from inplace.core.bus.headers import Accept
 from inplace.core.bus.producer import Position
 from inplace.core.observability.metrics import MALFORMED, SNAPSHOT_OBJECTS, START_SOURCE
 from inplace.core.projection import reducers
@@ -162,6 +163,7 @@ class ReadModel:
         window: int = 50_000,
         snapshot: bool = False,
         allocations: bool = False,
+        accept: Accept | None = None,
     ) -> None:
         """`window` is how many changes each collection keeps for watch resume; 0 means this
         holder serves no watches (only the apiserver does), so no per-change snapshot of the
@@ -174,7 +176,10 @@ class ReadModel:
         sees (`on_apply`) must still read them all.
 
         `allocations`: also keep the kubelet's allocation checkpoint (ClusterState.allocations);
-        other holders leave it out and save the memory."""
+        other holders leave it out and save the memory.
+
+        `accept`: decode only the records it takes, judged by their headers (a role that folds
+        a few event types skips the others unparsed: `headers.of_types`)."""
         self.settings = settings
         self.role = role
         self.use_snapshot = snapshot
@@ -182,6 +187,7 @@ class ReadModel:
         self._listeners: list[Callable[[Record], None]] = []
         self._seeders: list[Callable[[], None]] = []
         self.keep_allocations = allocations
+        self.accept = accept
         self.from_snapshot = False  # the state came from the projection, not offset 0
         self.state = ClusterState(allocations={} if allocations else None)
         self.watchable = window > 0
@@ -235,7 +241,9 @@ class ReadModel:
 
     async def run(self) -> None:
         resume = await self._start_from_snapshot()
-        follower = LogFollower(self.settings.kafka_bootstrap, self.topics, role=self.role)
+        follower = LogFollower(
+            self.settings.kafka_bootstrap, self.topics, role=self.role, accept=self.accept
+        )
         tps = await follower.start(resume)
         self._follower, self._partitions = follower, tps
         try:

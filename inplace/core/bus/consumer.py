@@ -12,8 +12,9 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.structs import ConsumerRecord
 
 from inplace.core.bus.auth import aiokafka_options
+from inplace.core.bus.headers import Accept
 from inplace.core.bus.producer import EventProducer, Position
-from inplace.core.observability.metrics import DEAD_LETTERS, EVENTS_CONSUMED
+from inplace.core.observability.metrics import DEAD_LETTERS, EVENTS_CONSUMED, EVENTS_SKIPPED
 from schemas.envelope import Envelope, MalformedEvent, decode
 from schemas.events import DEAD_LETTER
 
@@ -84,12 +85,21 @@ class Batch:
 
 
 async def decode_batch(
-    raw: dict[TopicPartition, list[RawRecord]], role: str, dead_letters: DeadLetters | None
+    raw: dict[TopicPartition, list[RawRecord]],
+    role: str,
+    dead_letters: DeadLetters | None,
+    accept: Accept | None = None,
 ) -> Batch:
+    """`accept`: decode only the records it takes (judged by key and headers, before any
+    parsing); the others still advance their partition's position."""
     batch = Batch()
     consumed: Counter[str] = Counter()
+    skipped = 0
     for tp, items in raw.items():
         for item in items:
+            if accept is not None and not accept(item):
+                skipped += 1
+                continue
             decoded = decode_record(item)
             if isinstance(decoded, Malformed):
                 if dead_letters:
@@ -104,6 +114,8 @@ async def decode_batch(
     # One labels() lookup per event type and batch, not per record (it was ~10% of a rebuild).
     for kind, n in consumed.items():
         EVENTS_CONSUMED.labels(role, kind).inc(n)
+    if skipped:
+        EVENTS_SKIPPED.labels(role).inc(skipped)
     return batch
 
 
@@ -276,9 +288,12 @@ class LogFollower:
     snapshot ends: every reader (an apiserver replica's read model) sees every partition in
     order."""
 
-    def __init__(self, bootstrap: str, topics: list[str], *, role: str) -> None:
+    def __init__(
+        self, bootstrap: str, topics: list[str], *, role: str, accept: Accept | None = None
+    ) -> None:
         self._topics = topics
         self._role = role
+        self._accept = accept
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=bootstrap,
             **aiokafka_options(),
@@ -317,7 +332,7 @@ class LogFollower:
     async def batches(self, timeout_ms: int = 200) -> AsyncIterator[Batch]:
         while True:
             raw = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=5000)
-            yield await decode_batch(raw, self._role, None)
+            yield await decode_batch(raw, self._role, None, self._accept)
 
     async def position(self, tp: TopicPartition) -> int:
         return await self._consumer.position(tp)

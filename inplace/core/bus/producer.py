@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from aiokafka import AIOKafkaProducer
 
 from inplace.core.bus.auth import aiokafka_options
+from inplace.core.bus.headers import TYPE_HEADER
 from schemas.envelope import Envelope
 
 
@@ -71,7 +72,7 @@ class EventProducer:
             self.topic(envelope.topic),
             value=envelope.encode(),
             key=envelope.key.encode(),
-            headers=[("type", envelope.type.encode())],
+            headers=[(TYPE_HEADER, envelope.type.encode())],
         )
         return asyncio.ensure_future(_position(future))
 

@@ -7,6 +7,11 @@ from prometheus_client import Counter, Gauge, Histogram
 EVENTS_CONSUMED = Counter(
     "inplace_events_consumed_total", "Events a role consumed from the log", ["role", "type"]
 )
+EVENTS_SKIPPED = Counter(
+    "inplace_events_skipped_total",
+    "Records a role skipped by their headers without decoding (types it does not read)",
+    ["role"],
+)
 EVENTS_PRODUCED = Counter(
     "inplace_events_produced_total", "Events a role wrote to the log", ["role", "type"]
 )
