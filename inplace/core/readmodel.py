@@ -14,19 +14,19 @@ import heapq
 import json
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from aiokafka import TopicPartition
 
-from inplace.core.bus.consumer import LogFollower, Record
+from inplace.core.bus.consumer import LogFollower, LogReader, Record
 from inplace.core.bus.headers import Accept
 from inplace.core.bus.producer import Position
 from inplace.core.observability.metrics import MALFORMED, SNAPSHOT_OBJECTS, START_SOURCE
 from inplace.core.projection import reducers
 from inplace.core.projection.reducers import position_of, resource_version
-from inplace.core.projection.snapshot import PROJECTED_TOPICS, load_snapshot
+from inplace.core.projection.snapshot import PROJECTED_TOPICS, load_pods_on, load_snapshot
 from inplace.core.projection.state import ClusterState
 from inplace.core.settings import Settings
 from schemas import events as ev
@@ -179,7 +179,8 @@ class ReadModel:
         other holders leave it out and save the memory.
 
         `accept`: decode only the records it takes, judged by their headers (a role that folds
-        a few event types skips the others unparsed: `headers.of_types`)."""
+        a few event types skips the others unparsed: `headers.of_types`; a kubelet process
+        skips other processes' nodes, see `take_pods_on` for taking more later)."""
         self.settings = settings
         self.role = role
         self.use_snapshot = snapshot
@@ -189,6 +190,8 @@ class ReadModel:
         self.keep_allocations = allocations
         self.accept = accept
         self.from_snapshot = False  # the state came from the projection, not offset 0
+        # Work that must not interleave with applying batches (taking over nodes).
+        self._jobs: deque[tuple[Callable[[], Awaitable[None]], asyncio.Future[None]]] = deque()
         self.state = ClusterState(allocations={} if allocations else None)
         self.watchable = window > 0
         self.collections = {n: Collection(n, deque(maxlen=window)) for n in COLLECTIONS}
@@ -263,6 +266,16 @@ class ReadModel:
                     self.applied[tp] = nxt
                     self._release(tp, nxt)
                 self._check_ready(catch_up)
+                while self._jobs:
+                    job, done = self._jobs.popleft()
+                    try:
+                        await job()
+                    except Exception as exc:  # the caller hears of it, the model goes on
+                        if not done.done():
+                            done.set_exception(exc)
+                    else:
+                        if not done.done():
+                            done.set_result(None)
         finally:
             await follower.stop()
 
@@ -343,6 +356,44 @@ class ReadModel:
                 await waiter
         finally:
             waiter.cancel()  # a timed-out waiter is skipped when its offset comes
+
+    async def between_batches(self, job: Callable[[], Awaitable[None]]) -> None:
+        """Run `job` in the follower's loop between two batches: nothing is applied while it
+        runs (it may read the log or the database and apply what it found)."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._jobs.append((job, done))
+        await done
+
+    async def take_pods_on(self, nodes: list[str], accept: Accept) -> str:
+        """Take over the pods of `nodes` (records of them were skipped until now): their
+        projected state, then the log from the projection's offsets to this model's position,
+        each pod event applied once (a pod's resourceVersion orders its events). Run through
+        `between_batches`. `accept` takes the records of those nodes. Returns where the pods
+        came from, for the log."""
+        s = self.settings
+        found = await load_pods_on(s.postgres_dsn, s.projection_schema, nodes)
+        pods_topic = s.topic(ev.PODS)
+        start: dict[TopicPartition, int] = {}
+        source = f"the log from offset 0 ({found})" if isinstance(found, str) else "the projection"
+        if not isinstance(found, str):
+            start = {tp: n for tp, n in found.offsets.items() if tp.topic == pods_topic}
+            allocations = self.state.allocations
+            for key, pod in found.pods.items():
+                held = self.state.pods.get(key)
+                if held is None or _rv_of(held) < _rv_of(pod):
+                    self.state.pods[key] = pod
+                    if allocations is not None and key in found.allocations:
+                        allocations[key] = found.allocations[key]
+        here = {tp: self.applied.get(tp, 0) for tp in self._partitions if tp.topic == pods_topic}
+        read = 0
+        if all(start.get(tp, 0) >= end for tp, end in here.items()):
+            return f"{source}, nothing on the log after it"
+        async with LogReader(s.kafka_bootstrap, role=self.role) as reader:
+            async for batch in reader.read(start, here, accept):
+                for record in batch.records:
+                    self._apply(record)
+                read += len(batch.records)
+        return f"{source} and {read} records of the log after it"
 
     async def caught_up(self, within: float = 60.0) -> None:
         """Return once everything on the log now has been applied: a holder taking over work

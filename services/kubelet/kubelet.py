@@ -13,7 +13,8 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-from inplace.core.bus.consumer import Record
+from inplace.core.bus.consumer import RawRecord, Record
+from inplace.core.bus.headers import NODE_HEADER, header
 from inplace.core.bus.producer import EventProducer
 from inplace.core.logwriter import LogWriter
 from inplace.core.projection.snapshot import load_causes
@@ -23,6 +24,7 @@ from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import Node, Pod, ResourceRequirements
 from schemas.nodeswap import planning_capacity
+from services.kubelet import podfilter
 from services.kubelet.admission import POD_LEVEL, NodeAllocation
 from services.kubelet.config import KubeletConfig
 from services.kubelet.cri import RuntimeService
@@ -76,7 +78,11 @@ class Kubelet:
             window=0,
             snapshot=self.config.start_from_projection,
             allocations=True,
+            accept=self._accept,
         )
+        # The nodes whose pod records this process decodes (podfilter.decode).
+        self.owned: set[str] = set()
+        self._adopting: set[str] = set()  # simulated nodes being taken over
         self.names = node_names(self.config)
         self.agents: dict[str, NodeAgent] = {}
         # The latest user-side event per pod: what the kubelet's events are caused by.
@@ -120,10 +126,55 @@ class Kubelet:
             elif (
                 isinstance(payload, ev.NodeRegistered)
                 and self.serving
+                and payload.name not in self._adopting
                 and _is_simulated(payload.node)
                 and self._mine(payload.name)
             ):
                 self._adopt(payload.name)
+
+    def _accept(self, raw: RawRecord) -> bool:
+        """Decode this record? Skips other processes' nodes without parsing the record."""
+        if podfilter.decode(header(raw, NODE_HEADER), self.owned):
+            return True
+        if raw.key:  # bound to another process's node: forget it if we held it unbound
+            namespace, _, name = raw.key.decode().partition("/")
+            self._forget((namespace, name))
+        return False
+
+    def _forget(self, key: tuple[str, str]) -> None:
+        self.model.state.pods.pop(key, None)
+        if self.model.state.allocations is not None:
+            self.model.state.allocations.pop(key, None)
+        self.causes.pop(f"{key[0]}/{key[1]}", None)
+
+    def _sweep(self) -> None:
+        """Forget the pods of nodes this process does not serve (after a rebalance, or those
+        the start-up snapshot brought)."""
+        for key, pod in list(self.model.state.pods.items()):
+            if pod.spec.node_name and pod.spec.node_name not in self.owned:
+                self._forget(key)
+
+    async def _take_over(self, names: list[str]) -> None:
+        """Start decoding the records of `names` and load what was skipped of them: their
+        pods from the projection and the log after it, between two batches of the model."""
+        wanted = set(names)
+
+        def theirs(raw: RawRecord) -> bool:
+            # "" too: a record written before its writer saw the binding (a resize of a pod
+            # the apiserver still held unbound) was decoded, then forgotten with its pod.
+            return podfilter.decode(header(raw, NODE_HEADER), wanted)
+
+        async def job() -> None:
+            self.owned |= wanted
+            held = set(self.model.state.pods)
+            source = await self.model.take_pods_on(names, theirs)
+            # The "" records brought back pods bound elsewhere (their binding is skipped).
+            for key, pod in list(self.model.state.pods.items()):
+                if key not in held and pod.spec.node_name not in wanted:
+                    self._forget(key)
+            log.info("kubelet took over %d node(s) from %s", len(names), source)
+
+        await self.model.between_batches(job)
 
     def _mine(self, node: str) -> bool:
         return bool(owned([node], self.partitions, self.leases.count))
@@ -150,8 +201,6 @@ class Kubelet:
         leases: asyncio.Task[None] | None = None
         try:
             await self._wait_ready(follower)
-            if self.model.from_snapshot:
-                await self._seed_causes()
             self._writer = LogWriter(producer, self.model, ROLE)
             leases = asyncio.create_task(self.leases.run(), name="node-leases")
             while True:  # a crashed worker, group member or read model ends the kubelet
@@ -160,6 +209,10 @@ class Kubelet:
                     [follower, leases, *workers], return_when="FIRST_EXCEPTION", timeout=1.0
                 )
                 for task in done:
+                    if task is follower or task is leases:  # they never end on their own
+                        if not task.cancelled():
+                            task.result()
+                        raise RuntimeError(f"the kubelet's {task.get_name()} stopped")
                     if not task.cancelled():  # a worker stopped for a rebalance
                         task.result()
         finally:
@@ -188,12 +241,18 @@ class Kubelet:
         await self.model.caught_up()
         simulated = [n for n, node in self.model.objects("nodes").items() if _is_simulated(node)]
         mine = owned(dict.fromkeys([*self.names, *simulated]), partitions, self.leases.count)
+        self.owned &= mine  # from now on the records of nodes that left are skipped
         for name in [n for n in self.agents if n not in mine]:
             await self._stop_worker(name)
             del self.agents[name]
             with contextlib.suppress(KeyError):
                 OWNED_NODE.remove(name)
         self._routed = {k: n for k, n in self._routed.items() if n in mine}
+        if taken := sorted(mine - self.owned):
+            await self._take_over(taken)
+        self._sweep()
+        await self.model.caught_up()
+        await self._seed_causes()
         for name in sorted(mine):
             if name in self.names and self.model.get("nodes", name) is None:
                 await self._writer.write(
@@ -260,10 +319,27 @@ class Kubelet:
         self._workers[agent.name] = asyncio.create_task(agent.run(), name=f"node {agent.name}")
 
     def _adopt(self, name: str) -> None:
-        """A simulated node registered while we run (kwok-style annotation): serve it too."""
+        """A simulated node registered while we run (kwok-style annotation) in one of our
+        partitions: serve it too, once what was skipped of it is loaded."""
         log.info("adopting simulated node %s", name)
-        self._start_worker(self._make_agent(name))
-        OWNED_NODE.labels(name).set(1)
+        self._adopting.add(name)
+        task = asyncio.create_task(self._take_over_new(name), name=f"adopt {name}")
+        self._workers[f"adopt {name}"] = task  # a failure ends the kubelet like a worker's
+
+    async def _take_over_new(self, name: str) -> None:
+        try:
+            await self._take_over([name])
+            await self._seed_causes()
+            if self.serving and name not in self.agents and self._mine(name):
+                agent = self._make_agent(name)
+                await self._restart_tolerance({name})
+                self._start_worker(agent)
+                OWNED_NODE.labels(name).set(1)
+            elif name not in self.agents:
+                self.owned.discard(name)  # a rebalance took its partition meanwhile
+        finally:
+            self._adopting.discard(name)
+            self._workers.pop(f"adopt {name}", None)
 
     async def _wait_ready(self, follower: asyncio.Task[None]) -> None:
         waiter = asyncio.create_task(self.model.ready.wait())
@@ -273,9 +349,10 @@ class Kubelet:
             follower.result()
 
     async def _seed_causes(self) -> None:
-        """Started from the projection, the kubelet has not seen the requests it still has to
-        answer: take each unsettled pod's last request from the history, so what it writes
-        for them keeps the request's correlation id (one id from Proposed to Actuated)."""
+        """Pods taken from the projection (at start, or nodes taken over) come without the
+        requests the kubelet still has to answer: take each unsettled pod's last request from
+        the history, so what it writes for them keeps the request's correlation id (one id
+        from Proposed to Actuated)."""
         keys = [
             key
             for key, pod in self.model.objects("pods").items()

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from prometheus_client import Counter, Gauge
 
 from inplace.core.bus.consumer import Record
+from inplace.core.bus.nodeheader import node_of
 from inplace.core.bus.producer import EventProducer, Position
 from inplace.core.observability.metrics import EVENTS_PRODUCED
 from inplace.core.readmodel import ReadModel
@@ -319,7 +320,8 @@ class Scheduler:
     ) -> None:
         for payload in payloads:
             envelope = Envelope.wrap(payload, producer=ROLE, cause=cause)
-            sends.append(await self.producer.send(envelope))
+            node = node_of(payload, self.model.state.pods)
+            sends.append(await self.producer.send(envelope, node=node))
             EVENTS_PRODUCED.labels(ROLE, envelope.type).inc()
 
 

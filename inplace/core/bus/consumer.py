@@ -256,9 +256,13 @@ class LogReader:
         return dict(await self._consumer.end_offsets(tps))
 
     async def read(
-        self, start: dict[TopicPartition, int], end: dict[TopicPartition, int]
+        self,
+        start: dict[TopicPartition, int],
+        end: dict[TopicPartition, int],
+        accept: Accept | None = None,
     ) -> AsyncIterator[Batch]:
-        """Batches covering [start, end) for every partition, then stop."""
+        """Batches covering [start, end) for every partition (the records `accept` takes),
+        then stop."""
         todo = {tp: off for tp, off in end.items() if start.get(tp, 0) < off}
         if not todo:
             return
@@ -274,7 +278,7 @@ class LogReader:
                 for tp, items in raw.items()
                 if tp in todo
             }
-            batch = await decode_batch(clipped, self._role, None)
+            batch = await decode_batch(clipped, self._role, None, accept)
             # position(), not the last record's offset: transaction markers take offsets too.
             for tp in list(todo):
                 if await self._consumer.position(tp) >= todo[tp]:

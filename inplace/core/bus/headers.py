@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection
 from aiokafka.structs import ConsumerRecord
 
 TYPE_HEADER = "type"  # EventProducer.send writes it on every event
+NODE_HEADER = "node"  # on pod records whose writer knows the pod's node (nodeheader.py)
 
 # Whether to decode a raw record, judged without parsing it.
 Accept = Callable[[ConsumerRecord], bool]  # type: ignore[type-arg]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from aiokafka import AIOKafkaProducer
 
 from inplace.core.bus.auth import aiokafka_options
-from inplace.core.bus.headers import TYPE_HEADER
+from inplace.core.bus.headers import NODE_HEADER, TYPE_HEADER
 from schemas.envelope import Envelope
 
 
@@ -62,17 +62,23 @@ class EventProducer:
     def topic(self, logical: str) -> str:
         return f"{self.topic_prefix}{logical}"
 
-    async def publish(self, envelope: Envelope) -> Position:
+    async def publish(self, envelope: Envelope, *, node: str | None = None) -> Position:
         """Write one event and wait until the broker has it."""
-        return await (await self.send(envelope))
+        return await (await self.send(envelope, node=node))
 
-    async def send(self, envelope: Envelope) -> asyncio.Future[Position]:
-        """Queue one event (batched by linger_ms); await the result for its position."""
+    async def send(
+        self, envelope: Envelope, *, node: str | None = None
+    ) -> asyncio.Future[Position]:
+        """Queue one event (batched by linger_ms); await the result for its position. `node`:
+        the pod's node for the `node` header (nodeheader.py), when the writer knows it."""
+        headers = [(TYPE_HEADER, envelope.type.encode())]
+        if node is not None:
+            headers.append((NODE_HEADER, node.encode()))
         future = await self._producer.send(
             self.topic(envelope.topic),
             value=envelope.encode(),
             key=envelope.key.encode(),
-            headers=[(TYPE_HEADER, envelope.type.encode())],
+            headers=headers,
         )
         return asyncio.ensure_future(_position(future))
 

@@ -9,7 +9,7 @@ EVENTS_CONSUMED = Counter(
 )
 EVENTS_SKIPPED = Counter(
     "inplace_events_skipped_total",
-    "Records a role skipped by their headers without decoding (types it does not read)",
+    "Records a role skipped by their headers without decoding (types or nodes it does not serve)",
     ["role"],
 )
 EVENTS_PRODUCED = Counter(

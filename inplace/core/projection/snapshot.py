@@ -24,6 +24,7 @@ from inplace.core.projection.state import ClusterState
 from inplace.core.projection.store import ProjectionStore
 from schemas import events as ev
 from schemas.envelope import Envelope, EventPayload
+from schemas.k8s import Pod
 
 log = logging.getLogger(__name__)
 
@@ -122,5 +123,28 @@ async def load_causes(
                 }
             )
         return found
+
+    return await _consistent_read(dsn, schema, read, connect_timeout)
+
+
+@dataclass(frozen=True)
+class NodePods:
+    """The projected pods of some nodes, their checkpoint, and where the projection is."""
+
+    pods: dict[tuple[str, str], Pod]
+    allocations: dict[tuple[str, str], ev.Allocated]
+    offsets: dict[TopicPartition, int]
+
+
+async def load_pods_on(
+    dsn: str, schema: str, nodes: list[str], connect_timeout: float = 10.0
+) -> NodePods | str:
+    """The pods of `nodes` as the projection holds them (a kubelet taking nodes over), or why
+    there is none (one line)."""
+
+    async def read(conn: asyncpg.Connection, store: ProjectionStore) -> NodePods:
+        offsets = await store.offsets(conn)
+        pods, allocations = await store.load_pods_on(conn, nodes)
+        return NodePods(pods, allocations, offsets)
 
     return await _consistent_read(dsn, schema, read, connect_timeout)

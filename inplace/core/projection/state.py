@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inplace.core.bus.consumer import Record
+from inplace.core.bus.producer import Position
 from inplace.core.projection import reducers
 from inplace.core.projection.workloads import reduce_clone_set
 from schemas import events as ev
@@ -51,6 +52,8 @@ class ClusterState:
             return  # an event no collection holds (nothing to fold)
         objects: dict[Any, Any] = getattr(self, collection)
         current = objects.get(key)
+        if collection == "pods" and current is not None and _seen(current, pos):
+            return  # applied already (a holder that loaded this pod from a newer snapshot)
         if collection == "namespaces":
             new = _namespace(payload, env.time, pos)  # type: ignore[arg-type]
         elif collection == "clonesets":
@@ -81,6 +84,12 @@ _REDUCERS: dict[str, Any] = {
     "limitranges": reducers.reduce_limit_range,
     "events": reducers.reduce_event,
 }
+
+
+def _seen(pod: Pod, position: Position) -> bool:
+    """A pod's events all share one partition, so its resourceVersion orders them: an event at
+    or before it is already folded in."""
+    return int(pod.metadata.resource_version or 0) >= reducers.resource_version(position)
 
 
 def _put(state: ClusterState, collection: str, key: Any, obj: Any) -> None:

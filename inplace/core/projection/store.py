@@ -128,6 +128,30 @@ class ProjectionStore:
             )
         )
 
+    async def load_pods_on(
+        self, conn: asyncpg.Connection, nodes: list[str]
+    ) -> tuple[dict[tuple[str, str], Pod], dict[tuple[str, str], ev.Allocated]]:
+        """The pods bound to `nodes` and their allocation checkpoint (call with `offsets` in
+        one REPEATABLE READ transaction)."""
+        s = self.schema
+        pods = {
+            (r["namespace"], r["name"]): Pod.model_validate_json(r["object"])
+            for r in await conn.fetch(
+                f"SELECT namespace, name, object FROM {s}.pods WHERE node_name = ANY($1::text[])",
+                nodes,
+            )
+        }
+        rows = await conn.fetch(
+            f"SELECT a.namespace, a.name, a.payload FROM {s}.allocations a JOIN {s}.pods p "
+            "ON p.namespace = a.namespace AND p.name = a.name WHERE p.node_name = ANY($1::text[])",
+            nodes,
+        )
+        allocations = {
+            (r["namespace"], r["name"]): ev.Allocated.model_validate_json(r["payload"])
+            for r in rows
+        }
+        return pods, allocations
+
     async def offsets(self, conn: asyncpg.Connection) -> dict[TopicPartition, int]:
         rows = await conn.fetch(
             f"SELECT topic, partition, next_offset FROM {self.schema}.consumer_offsets "

@@ -1,7 +1,8 @@
 """Several kubelet processes share the nodes through Kafka's consumer group (issue 16): two
 processes split six nodes; one is SIGKILLed while resizes are in flight; the survivor takes
 its nodes in the rebalance, re-admits their pods from the allocation checkpoint and finishes
-every resize, each allocated exactly once (a node served twice would allocate twice)."""
+every resize, each allocated exactly once (a node served twice would allocate twice). Each
+process decodes only its own nodes' records (the `node` header)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import httpx
 from inplace.core.bus.consumer import LogReader
 from inplace.core.settings import Settings
 from schemas import events as ev
-from tests.integration.conftest import RoleProcess, until
+from tests.integration.conftest import RoleProcess, end_offsets, until
 
 NODES, PODS_PER_NODE = 6, 4
 SMP = {"content-type": "application/strategic-merge-patch+json"}
@@ -48,6 +49,17 @@ def _done(pod: dict[str, Any]) -> bool:
         and statuses[0].get("allocatedResources", {}).get("cpu") == "750m"
         and statuses[0].get("resources", {}).get("requests", {}).get("cpu") == "750m"
     )
+
+
+async def _read(kubelet: RoleProcess) -> tuple[int, int]:
+    """(records decoded, records skipped by their node header) of a kubelet process."""
+    async with kubelet.client() as client:
+        text = (await client.get(f"{kubelet.url}/metrics")).text
+    consumed = re.findall(
+        r'^inplace_events_consumed_total\{role="kubelet",[^}]*\} (\S+)$', text, re.M
+    )
+    skipped = re.findall(r'^inplace_events_skipped_total\{role="kubelet"\} (\S+)$', text, re.M)
+    return int(sum(float(v) for v in consumed)), int(sum(float(v) for v in skipped))
 
 
 async def _owned(kubelet: RoleProcess) -> set[str]:
@@ -105,6 +117,16 @@ async def test_two_kubelets_split_the_nodes_and_the_survivor_takes_over(
 
             half = NODES * PODS_PER_NODE // 2
             await asyncio.gather(*(resize(i) for i in range(half)))
+            # Each process decoded its own nodes' records and skipped the other's: the work
+            # is split, not done twice.
+            read = [await _read(k) for k in kubelets]
+            on_log = sum(
+                n
+                for (topic, _), n in (await end_offsets(settings)).items()
+                if topic in (settings.topic(ev.PODS), settings.topic(ev.NODES))
+            )
+            assert all(skipped > 0 for _, skipped in read), read
+            assert sum(consumed for consumed, _ in read) < 1.5 * on_log, (read, on_log)
             victim, survivor = kubelets
             victim.kill9()  # mid-stream: some resizes allocated, some actuated, some not
             await asyncio.gather(*(resize(i) for i in range(half, NODES * PODS_PER_NODE)))

@@ -82,7 +82,30 @@ async def test_kubelet_restarts_from_the_projection_and_reads_only_the_tail(
                 containers=[ev.ContainerResources(name="app", resources=shrink)],
             ),
             producer="apiserver",
-        )
+        ),
+        node="node-1",  # the `node` header, as the apiserver writes it for a bound pod
+    )
+    # A resize written before its writer saw the binding carries node "" and every process
+    # decodes it; the pod's next record names its node, so the kubelet, serving no node yet
+    # while it catches up, forgets the pod: taking node-0 over must bring the resize back.
+    unbound = Envelope.wrap(
+        ev.ResizeProposed(
+            namespace="team-a",
+            name="web-3",
+            uid="uid-team-a-web-3",
+            containers=[ev.ContainerResources(name="app", resources=shrink)],
+        ),
+        producer="apiserver",
+    )
+    await producer.publish(unbound, node="")
+    await producer.publish(
+        Envelope.wrap(
+            ev.PodPhaseChanged(
+                namespace="team-a", name="web-3", uid="uid-team-a-web-3", phase="Running"
+            ),
+            producer="kubelet",
+        ),
+        node="node-0",
     )
 
     kubelet = RoleProcess("kubelet", settings, tmp_path / "kubelet.log", INPLACE_KUBELET_NODES="3")
@@ -101,16 +124,19 @@ async def test_kubelet_restarts_from_the_projection_and_reads_only_the_tail(
 
         consumed, tail, allocated = await until(
             settled,
-            lambda s: s[0] == s[1] and {"web-1", "web-2"} <= {name for name, _ in s[2]},
+            lambda s: s[0] == s[1] + 1 and {"web-1", "web-2", "web-3"} <= {n for n, _ in s[2]},
             "the kubelet read the tail and allocated the resize",
         )
         text = await metrics()
     finally:
         kubelet.stop()
     assert 'inplace_read_model_start_source{role="kubelet",source="snapshot"} 1.0' in text
-    assert consumed == tail < history / 10, "only the records after the snapshot"
+    # Only the records after the snapshot, each decoded once but web-3's unbound-header
+    # resize: live, then again when node-0 was taken over.
+    assert consumed == tail + 1 < history / 10, (consumed, tail, history)
     # Every other running pod was re-admitted from the projected checkpoint, not allocated
     # afresh (web-0 and web-10 were deleted in the history); the resize asked before the
     # snapshot is answered under its request's correlation id.
-    assert sorted(name for name, _ in allocated) == ["web-1", "web-2"], allocated
+    assert sorted(name for name, _ in allocated) == ["web-1", "web-2", "web-3"], allocated
     assert ("web-2", asked.correlation_id) in allocated, allocated
+    assert ("web-3", unbound.correlation_id) in allocated, allocated

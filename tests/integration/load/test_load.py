@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -16,9 +17,11 @@ from typing import Any
 
 import pytest
 
+from inplace.core.bus.consumer import LogReader
 from inplace.core.settings import Settings
 from inplace.load.plan import Mix
 from inplace.load.runner import LoadConfig, run_load
+from schemas import events as ev
 from services.kubelet.ownership import partition_of
 from tests.integration.conftest import REPO, RoleProcess, settings_env
 
@@ -246,7 +249,12 @@ async def test_a_chaos_run_passes_its_consistency_verdict(
     assert killed == processes, kills
     assert ("apiserver", ports["apiserver"]) in killed
     assert chaos["unrecovered"] == [], chaos
-    assert result.verdict.ok, json.dumps(report["verdict"], indent=1)
+    if not result.verdict.ok:  # the story of each pod a check names, to read the failure
+        named = {
+            p for c in report["verdict"]["checks"] if not c["ok"] for p in PODS.findall(c["detail"])
+        }
+        stories = await _pod_stories(settings, named)
+        raise AssertionError(json.dumps(report["verdict"], indent=1) + "\n" + stories)
     checks = {c["name"]: c for c in report["verdict"]["checks"]}
     assert "2 of 2 processes" in checks["chaos killed a role"]["detail"]
     assert checks["projections equal a rebuild"]["ok"]
@@ -254,3 +262,22 @@ async def test_a_chaos_run_passes_its_consistency_verdict(
     assert c["injected"] == c["completed"] + c["deferred"] + c["infeasible"], c
     assert c["pending"] == 0 and c["unexpected"] == 0, c
     assert is_png(Path(report["files"]["png"]))
+
+
+PODS = re.compile(r"\(([^()/\s]+/[^()/\s]+)\)")
+
+
+async def _pod_stories(settings: Settings, pods: set[str]) -> str:
+    """Every record of `pods` on the pods topic: offset, type, producer, correlation, node."""
+    lines: list[str] = []
+    async with LogReader(settings.kafka_bootstrap) as reader:
+        tps = await reader.partitions([settings.topic(ev.PODS)])
+        async for batch in reader.read({}, await reader.end_offsets(tps)):
+            for r in batch.records:
+                if r.envelope.key in pods:
+                    e = r.envelope
+                    lines.append(
+                        f"{r.position} {e.time:%H:%M:%S.%f} {e.key} {e.type} {e.producer} "
+                        f"{e.correlation_id} {e.payload.model_dump_json(exclude_none=True)[:160]}"
+                    )
+    return "\n".join(lines)
