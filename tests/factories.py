@@ -364,7 +364,7 @@ def every_type_stream(pods: int = 60, nodes: int = 4, seed: int = 11) -> list[En
         "quota",
     )
     tighter = compute.model_copy(deep=True)
-    tighter.spec.hard = {"requests.cpu": "20", "pods": "50"}
+    tighter.spec.hard = {"requests.cpu": Quantity("20"), "pods": Quantity("50")}
     emit(ev.ResourceQuotaUpdated(namespace=ns, quota=tighter), "apiserver")
     wider = limits.model_copy(deep=True)
     wider.spec.limits[0].max = {"cpu": Quantity("16")}
