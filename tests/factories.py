@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import random
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -286,6 +286,8 @@ def every_type_stream(pods: int = 60, nodes: int = 4, seed: int = 11) -> list[En
             flow.append(ev.PodPhaseChanged(**ids, phase="Succeeded", reason="Completed"))
         elif i % 13 == 6:
             flow.append(ev.PodDeleted(**ids))
+        elif i % 17 == 8:
+            flow.append(ev.PodPhaseChanged(**ids, phase="Failed", reason="Error", message="exit 1"))
         flows.append(flow)
     # A restart reported before any allocation (its container status is created by it).
     early = {"namespace": other, "name": "early", "uid": "uid-early"}
@@ -402,27 +404,34 @@ def fold(*payloads: ev.EventPayload) -> ClusterState:
     return state
 
 
+def raw_records(stream: Iterable[Envelope], topics: Collection[str]) -> list[ConsumerRecord]:  # type: ignore[type-arg]
+    """The records of `stream` on `topics` as a reader fetches them: partition 0, offsets from
+    0 per topic, with the `type` header EventProducer.send writes."""
+    offsets: dict[str, int] = {}
+    raw = []
+    for env in stream:
+        if env.topic not in topics:
+            continue
+        offset = offsets[env.topic] = offsets.get(env.topic, -1) + 1
+        key, value = env.key.encode(), env.encode()
+        headers = [(TYPE_HEADER, env.type.encode())]
+        raw.append(
+            ConsumerRecord(
+                env.topic, 0, offset, 0, 0, key, value, None, len(key), len(value), headers
+            )
+        )
+    return raw
+
+
 async def feed(
     model: ReadModel, stream: Sequence[Envelope], accept: Accept | None = None, batch: int = 50
 ) -> AsyncIterator[int]:
-    """Give `model` the records of `stream` on its topics as its LogFollower would: raw records
-    with the `type` header EventProducer writes, `batch` at a time through `decode_batch`
-    (which skips what `accept` does not take, undecoded), applied in order. Yields after each
-    batch how many records were skipped so far: the same stream and batch size stop at the same
-    log positions whatever `accept` is, so two readers can be compared there."""
-    offsets: dict[str, int] = {}
-    raw: list[ConsumerRecord] = []  # type: ignore[type-arg]
-    for env in stream:
-        topic = model.settings.topic(env.topic)
-        if topic not in model.topics:
-            continue
-        offset = offsets[topic] = offsets.get(topic, -1) + 1
-        value = env.encode()
-        headers = [(TYPE_HEADER, env.type.encode())]  # as EventProducer.send
-        key = env.key.encode()
-        raw.append(
-            ConsumerRecord(topic, 0, offset, 0, 0, key, value, None, len(key), len(value), headers)
-        )
+    """Give `model` the records of `stream` on its topics as its LogFollower would (`raw_records`),
+    `batch` at a time through `decode_batch` (which skips what `accept` does not take,
+    undecoded), applied in order. Yields after each batch how many records were skipped so far:
+    the same stream and batch size stop at the same log positions whatever `accept` is, so two
+    readers can be compared there. (Topics without a prefix: Settings() has none.)"""
+    raw = raw_records(stream, model.topics)
     applied = 0
     for start in range(0, len(raw), batch):
         chunk = raw[start : start + batch]
