@@ -4,16 +4,29 @@ from __future__ import annotations
 
 import copy
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from inplace.core.bus.consumer import Record
+from aiokafka import TopicPartition
+from aiokafka.structs import ConsumerRecord
+
+from inplace.core.bus.consumer import Record, decode_batch
+from inplace.core.bus.headers import TYPE_HEADER, Accept
 from inplace.core.bus.producer import Position
 from inplace.core.projection.state import ClusterState
+from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.envelope import Envelope
-from schemas.k8s import Node, Pod, ResourceRequirements
+from schemas.k8s import (
+    LimitRange,
+    Node,
+    NodeCondition,
+    Pod,
+    ResourceQuota,
+    ResourceRequirements,
+)
+from schemas.quantity import Quantity
 
 
 def pod(namespace: str, name: str, cpu: str = "100m", memory: str = "128Mi") -> Pod:
@@ -147,6 +160,223 @@ def cluster_stream(
         )
 
 
+def every_type_stream(pods: int = 60, nodes: int = 4, seed: int = 11) -> list[Envelope]:
+    """Every event type of `pods`, `nodes`, `policy` and `k8s-events`, in the orders that
+    matter to a reader that folds only some of them: pods pending, refused by every node,
+    relabelled while pending and then bound; resizes accepted, Deferred then admitted,
+    Infeasible, superseded after their allocation, refused by the apiserver; containers
+    restarted before and after an allocation; nodes shrunk (evictions), grown, failing a
+    resync, deleted; quotas and limit ranges created, updated, deleted and their usage."""
+    rng = random.Random(seed)
+    ns, other = "team-a", "team-b"
+    out: list[Envelope] = []
+
+    def emit(payload: ev.EventPayload, producer: str = "kubelet") -> None:
+        out.append(Envelope.wrap(payload, producer=producer))
+
+    node_names = [f"node-{i}" for i in range(nodes)]
+    for n in node_names:
+        emit(ev.NodeRegistered(name=n, node=node(n, cpu="16", memory="64Gi")))
+    for namespace in (ns, other):
+        emit(ev.NamespaceCreated(namespace=namespace, labels={"team": namespace}), "apiserver")
+    compute = ResourceQuota.model_validate(
+        {
+            "metadata": {"name": "compute", "namespace": ns, "uid": "uid-quota-compute"},
+            "spec": {"hard": {"requests.cpu": "40", "limits.memory": "64Gi", "pods": "100"}},
+        }
+    )
+    best_effort = ResourceQuota.model_validate(
+        {
+            "metadata": {"name": "besteffort", "namespace": ns},
+            "spec": {"hard": {"pods": "5", "count/pods": "200"}, "scopes": ["BestEffort"]},
+        }
+    )
+    limits = LimitRange.model_validate(
+        {
+            "metadata": {"name": "limits", "namespace": ns},
+            "spec": {"limits": [{"type": "Container", "max": {"cpu": "8"}}]},
+        }
+    )
+    for payload in (
+        ev.ResourceQuotaCreated(namespace=ns, quota=compute),
+        ev.ResourceQuotaCreated(namespace=ns, quota=best_effort),
+        ev.LimitRangeCreated(namespace=ns, limit_range=limits),
+        ev.LimitRangeCreated(namespace=other, limit_range=limits),
+        ev.ResourceQuotaCreated(namespace=other, quota=compute),
+    ):
+        emit(payload, "apiserver")
+
+    flows: list[list[ev.EventPayload]] = []
+    for i in range(pods):
+        name, where = f"web-{i}", node_names[i % nodes]
+        uid = f"uid-{ns}-{name}"
+        ids = {"namespace": ns, "name": name, "uid": uid}
+        cpu = f"{rng.randrange(1, 8) * 100}m"
+        flow: list[ev.EventPayload] = [ev.PodCreated(**ids, pod=pod(ns, name, cpu=cpu))]
+        if i % 7 == 3:  # waits for a node, relabelled meanwhile, then placed
+            flow += [
+                ev.PodUnschedulable(**ids, message="0/4 nodes are available: 4 Insufficient cpu."),
+                ev.PodUpdated(**ids, labels={"app": "web", "tier": "a"}),
+                ev.ResizeProposed(
+                    **ids,
+                    containers=[
+                        ev.ContainerResources(name="app", resources=resources("50m", "64Mi"))
+                    ],
+                ),
+                ev.PodUnschedulable(**ids, message="0/4 nodes are available: 4 Too many pods."),
+                ev.PodUpdated(**ids, labels={"app": "web", "tier": "b"}),
+            ]
+            if i % 2:
+                flows.append(flow)
+                continue  # stays pending
+        granted = resources(cpu, "128Mi")
+        flow += [
+            ev.PodBound(**ids, node_name=where),
+            ev.Allocated(
+                **ids,
+                node_name=where,
+                containers=[ev.ContainerAllocation(name="app", resources=granted)],
+            ),
+            ev.PodPhaseChanged(
+                **ids,
+                phase="Running",
+                pod_ip=f"10.0.0.{i % 250}",
+                containers=[ev.ContainerStarted(name="app", container_id=f"c-{i}", image_id="i")],
+            ),
+            ev.Actuated(
+                **ids,
+                node_name=where,
+                containers=[ev.ContainerActual(name="app", resources=granted)],
+            ),
+        ]
+        for step in range(3):
+            kind = (i + step) % 6
+            want_cpu, want_mem = f"{rng.randrange(1, 30) * 50}m", f"{rng.randrange(1, 8) * 64}Mi"
+            flow_ = resize_flow(ns, name, where, want_cpu, want_mem)
+            proposed, allocated, in_progress, actuated, cleared = flow_
+            if kind == 0:  # accepted
+                flow += flow_
+            elif kind == 1:  # Deferred, then admitted
+                deferred = ev.ResizeStatusChanged(
+                    **ids,
+                    resize="Deferred",
+                    reason="Deferred",
+                    message="Node didn't have enough resource: cpu",
+                    decision=ev.DecisionRecord(node=where, short=["cpu"]),
+                )
+                flow += [proposed, deferred, allocated, in_progress, actuated, cleared]
+            elif kind == 2:  # Infeasible: only what was granted counts, until the next one
+                infeasible = ev.ResizeStatusChanged(
+                    **ids, resize="Infeasible", reason="Infeasible", message="too big"
+                )
+                big = resize_flow(ns, name, where, "64", "512Gi")[0]
+                flow += [big, infeasible]
+            elif kind == 3:  # superseded after its allocation: allocated exceeds spec and actual
+                smaller = resize_flow(ns, name, where, "50m", "64Mi")
+                flow += [proposed, allocated, in_progress, smaller[0], actuated, *smaller[1:]]
+            elif kind == 4:  # refused by the apiserver, a container restarts
+                flow += [
+                    ev.ResizeRefused(**ids, code=403, reason="Forbidden", message="exceeded quota"),
+                    ev.ContainerRestarted(**ids, container="app", restart_count=step + 1),
+                    *flow_,
+                ]
+            else:  # relabelled by a controller, then resized
+                flow += [ev.PodUpdated(**ids, labels={"app": "web", "step": str(step)}), *flow_]
+        if i % 11 == 5:
+            flow.append(ev.PodPhaseChanged(**ids, phase="Succeeded", reason="Completed"))
+        elif i % 13 == 6:
+            flow.append(ev.PodDeleted(**ids))
+        elif i % 17 == 8:
+            flow.append(ev.PodPhaseChanged(**ids, phase="Failed", reason="Error", message="exit 1"))
+        flows.append(flow)
+    # A restart reported before any allocation (its container status is created by it).
+    early = {"namespace": other, "name": "early", "uid": "uid-early"}
+    flows.append(
+        [
+            ev.PodCreated(**early, pod=pod(other, "early", cpu="200m")),
+            ev.PodBound(**early, node_name=node_names[0]),
+            ev.ContainerRestarted(**early, container="app", restart_count=1),
+            ev.Allocated(
+                **early,
+                node_name=node_names[0],
+                containers=[
+                    ev.ContainerAllocation(name="app", resources=resources("200m", "128Mi"))
+                ],
+            ),
+        ]
+    )
+    # Interleave the pods' flows, per-pod order kept, with Kubernetes Events among them.
+    while any(flows):
+        flow = rng.choice([f for f in flows if f])
+        payload = flow.pop(0)
+        emit(
+            payload,
+            "apiserver" if isinstance(payload, ev.ResizeProposed | ev.PodCreated) else "kubelet",
+        )
+        if rng.random() < 0.05 and isinstance(payload, ev.PodEvent):
+            emit(ev.KubeEventRecorded(event=kube_event(payload.namespace, payload.name)))
+    # Nodes change: one shrinks (its pods evicted), one grows, one fails a resync, one goes.
+    small, big, failing, gone = node_names[:4]
+    shrunk = {"cpu": Quantity("1"), "memory": Quantity("2Gi"), "pods": Quantity("110")}
+    emit(
+        ev.NodeCapacityChanged(
+            name=small,
+            old_capacity=node(small).status.capacity,
+            new_capacity=shrunk,
+            old_allocatable=node(small).status.allocatable,
+            new_allocatable=shrunk,
+        ),
+        "hotplug",
+    )
+    emit(
+        ev.NodeConditionChanged(
+            name=small, condition=NodeCondition(type="MemoryPressure", status="True")
+        )
+    )
+    for i in range(0, pods, nodes * 3):
+        emit(
+            ev.PodEvicted(
+                namespace=ns,
+                name=f"web-{i}",
+                uid=f"uid-{ns}-web-{i}",
+                node_name=small,
+                reason="Evicted",
+            )
+        )
+    grown = {"cpu": Quantity("32"), "memory": Quantity("128Gi"), "pods": Quantity("110")}
+    emit(
+        ev.NodeCapacityChanged(
+            name=big,
+            old_capacity=node(big).status.capacity,
+            new_capacity=grown,
+            old_allocatable=node(big).status.allocatable,
+            new_allocatable=grown,
+        ),
+        "hotplug",
+    )
+    emit(ev.NodeResizeFailed(name=failing, reason="FailedNodeResize", message="cgroup", attempt=1))
+    emit(
+        ev.NodeConditionChanged(name=failing, condition=NodeCondition(type="Ready", status="False"))
+    )
+    emit(ev.NodeDeleted(name=gone))
+    emit(ev.NodeRegistered(name="node-late", node=node("node-late")))
+    # Policy changes: usage published, a quota and a limit range replaced, others deleted.
+    emit(
+        ev.ResourceQuotaUsageChanged(namespace=ns, name="compute", used={"pods": Quantity("3")}),
+        "quota",
+    )
+    tighter = compute.model_copy(deep=True)
+    tighter.spec.hard = {"requests.cpu": Quantity("20"), "pods": Quantity("50")}
+    emit(ev.ResourceQuotaUpdated(namespace=ns, quota=tighter), "apiserver")
+    wider = limits.model_copy(deep=True)
+    wider.spec.limits[0].max = {"cpu": Quantity("16")}
+    emit(ev.LimitRangeUpdated(namespace=ns, limit_range=wider), "apiserver")
+    emit(ev.ResourceQuotaDeleted(namespace=ns, name="besteffort"), "apiserver")
+    emit(ev.LimitRangeDeleted(namespace=other, name="limits"), "apiserver")
+    emit(ev.NamespaceDeleted(namespace="team-c"), "apiserver")
+    return out
+
+
 def kube_event(namespace: str, pod_name: str) -> object:
     from schemas.k8s import Event
 
@@ -172,6 +402,48 @@ def fold(*payloads: ev.EventPayload) -> ClusterState:
         env = Envelope.wrap(payload, producer="test", time=FOLD_T0 + timedelta(seconds=offset))
         state.apply(Record(Position(payload.TOPIC, 0, offset), env))
     return state
+
+
+def raw_records(stream: Iterable[Envelope], topics: Collection[str]) -> list[ConsumerRecord]:  # type: ignore[type-arg]
+    """The records of `stream` on `topics` as a reader fetches them: partition 0, offsets from
+    0 per topic, with the `type` header EventProducer.send writes."""
+    offsets: dict[str, int] = {}
+    raw = []
+    for env in stream:
+        if env.topic not in topics:
+            continue
+        offset = offsets[env.topic] = offsets.get(env.topic, -1) + 1
+        key, value = env.key.encode(), env.encode()
+        headers = [(TYPE_HEADER, env.type.encode())]
+        raw.append(
+            ConsumerRecord(
+                env.topic, 0, offset, 0, 0, key, value, None, len(key), len(value), headers
+            )
+        )
+    return raw
+
+
+async def feed(
+    model: ReadModel, stream: Sequence[Envelope], accept: Accept | None = None, batch: int = 50
+) -> AsyncIterator[int]:
+    """Give `model` the records of `stream` on its topics as its LogFollower would (`raw_records`),
+    `batch` at a time through `decode_batch` (which skips what `accept` does not take,
+    undecoded), applied in order. Yields after each batch how many records were skipped so far:
+    the same stream and batch size stop at the same log positions whatever `accept` is, so two
+    readers can be compared there. (Topics without a prefix: Settings() has none.)"""
+    raw = raw_records(stream, model.topics)
+    applied = 0
+    for start in range(0, len(raw), batch):
+        chunk = raw[start : start + batch]
+        by_tp: dict[TopicPartition, list[ConsumerRecord]] = {}  # type: ignore[type-arg]
+        for item in chunk:
+            by_tp.setdefault(TopicPartition(item.topic, item.partition), []).append(item)
+        decoded = await decode_batch(by_tp, model.role, None, accept)
+        assert not decoded.malformed
+        for record in decoded.records:
+            model._apply(record)
+        applied += len(decoded.records)
+        yield start + len(chunk) - applied
 
 
 def with_value(doc: dict[str, Any], path: Sequence[str | int], value: Any) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import Literal
 import asyncpg
 
 from inplace.core.bus.consumer import LogFollower, LogReader
+from inplace.core.bus.headers import of_types
 from inplace.core.projection.store import ProjectionStore
 from inplace.core.settings import Settings
 from schemas import events as ev
@@ -49,6 +50,9 @@ _STATUS: dict[str | None, Milestone] = {
 }
 
 _RESIZE_EVENTS = (ev.ResizeProposed, ev.Allocated, ev.ResizeStatusChanged, ev.Actuated)
+# Every type `observe` reads (the phase: pods Running or Failed); `follow` skips the rest of
+# `pods` undecoded (PodCreated, the largest records, among them).
+TRACKED: frozenset[str] = frozenset(t.TYPE for t in (*_RESIZE_EVENTS, ev.PodPhaseChanged))
 
 Signature = tuple[tuple[str, int | None, int | None, int | None, int | None], ...]
 
@@ -249,7 +253,7 @@ class Tracker:
 
     async def follow(self, bootstrap: str, topic: str, ready: asyncio.Event | None = None) -> None:
         """Apply every record of `topic` from offset 0 until cancelled; sample the lag."""
-        follower = LogFollower(bootstrap, [topic], role="load-tracker")
+        follower = LogFollower(bootstrap, [topic], role="load-tracker", accept=of_types(TRACKED))
         tps = await follower.start()
         if ready is not None:
             ready.set()

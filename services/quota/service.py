@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
+from inplace.core.bus.headers import of_types
 from inplace.core.bus.producer import EventProducer
 from inplace.core.readmodel import ReadModel
 from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
 from schemas.events import PODS, POLICY
+from services.quota.reads import READS
 from services.quota.status import QuotaStatus
 from services.quota.webhook import QuotaWebhook
 
@@ -23,7 +25,10 @@ INPUT_TOPICS = (PODS, POLICY)
 
 async def run(settings: Settings, *, host: str, port: int) -> None:
     # Its state is the objects (indexes are seeded from them): start from the projection.
-    model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS, window=0, snapshot=True)
+    # Records of types it does not read are skipped undecoded (reads.py).
+    model = ReadModel(
+        settings, role=ROLE, topics=INPUT_TOPICS, window=0, snapshot=True, accept=of_types(READS)
+    )
     producer = EventProducer(
         settings.kafka_bootstrap, client_id=ROLE, topic_prefix=settings.topic_prefix
     )

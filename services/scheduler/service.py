@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from prometheus_client import Counter, Gauge
 
 from inplace.core.bus.consumer import Record
+from inplace.core.bus.headers import of_types
 from inplace.core.bus.nodeheader import node_of
 from inplace.core.bus.producer import EventProducer, Position
 from inplace.core.observability.metrics import EVENTS_PRODUCED
@@ -37,6 +38,7 @@ from schemas.kubeevents import event_about, occurrence_name, reference
 from schemas.resources import is_resize_infeasible
 from services.scheduler.cache import ClusterChange, SchedulerCache
 from services.scheduler.placement import Bound, pending_to_retry, schedule
+from services.scheduler.reads import READS
 
 ROLE = "scheduler"
 INPUT_TOPICS = (PODS, NODES)
@@ -327,7 +329,10 @@ class Scheduler:
 
 async def run(settings: Settings, *, host: str, port: int) -> None:
     # Its cache and queue are seeded from the snapshot's objects: start from the projection.
-    model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS, window=0, snapshot=True)
+    # Records of types it does not read are skipped undecoded (reads.py).
+    model = ReadModel(
+        settings, role=ROLE, topics=INPUT_TOPICS, window=0, snapshot=True, accept=of_types(READS)
+    )
     producer = EventProducer(
         settings.kafka_bootstrap, client_id=ROLE, topic_prefix=settings.topic_prefix
     )

@@ -226,6 +226,17 @@ async def scheduler(
     proc.stop()
 
 
+async def metric(proc: RoleProcess, sample: str) -> float:
+    """The value of one sample of a role's /metrics, e.g.
+    `inplace_events_skipped_total{role="scheduler"}` (0 when it has none yet)."""
+    async with proc.client(timeout=2) as client:
+        text = (await client.get(f"{proc.url}/metrics")).text
+    for line in text.splitlines():
+        if line.startswith(sample + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
 async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return await asyncio.to_thread(fn, *args, **kwargs)
 

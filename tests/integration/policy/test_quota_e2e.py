@@ -20,7 +20,7 @@ from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import ResourceRequirements
 from schemas.quantity import Quantity
-from tests.integration.conftest import RoleProcess, inplace, wait_caught_up
+from tests.integration.conftest import RoleProcess, inplace, metric, wait_caught_up
 
 NS = "team-a"
 
@@ -99,7 +99,7 @@ def same(actual: dict[str, str], expected: dict[str, str]) -> bool:
 
 
 async def test_resize_beyond_quota_is_403_and_within_quota_passes(
-    admitting_apiserver: RoleProcess, settings: Settings
+    admitting_apiserver: RoleProcess, quota: RoleProcess, settings: Settings
 ) -> None:
     v1 = core(admitting_apiserver)
     await namespace(v1)
@@ -154,6 +154,13 @@ async def test_resize_beyond_quota_is_403_and_within_quota_passes(
     assert 'pods "web-2" is forbidden: exceeded quota: compute' in status_of(full.value)["message"]
     shrunk = await call(v1.patch_namespaced_pod_resize, "web-1", NS, resize("200m"))
     assert shrunk.spec.containers[0].resources.requests["cpu"] == "200m"
+    # All of that decided by a quota role that skipped, undecoded, the records it does not read
+    # (services/quota/reads.py): the namespaces created and the refused resize at least.
+    sample = 'inplace_events_skipped_total{role="quota"}'
+    deadline = asyncio.get_running_loop().time() + 30
+    while (skipped := await metric(quota, sample)) < 2:
+        assert asyncio.get_running_loop().time() < deadline, f"skipped {skipped}"
+        await asyncio.sleep(0.1)
 
 
 async def test_limit_range_defaults_on_create_and_max_blocks_a_resize(

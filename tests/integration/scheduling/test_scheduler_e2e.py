@@ -20,8 +20,9 @@ from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.events import PODS
+from schemas.k8s import NodeCondition
 from schemas.quantity import Quantity
-from tests.integration.conftest import RoleProcess, call, until, wait_caught_up
+from tests.integration.conftest import RoleProcess, call, metric, until, wait_caught_up
 
 NS = "default"
 
@@ -183,6 +184,17 @@ async def test_unschedulable_pod_is_explained_then_placed_when_a_node_grows(
     assert failed.reporting_component == "default-scheduler"
     assert failed.involved_object.kind == "Pod" and failed.involved_object.uid == pod.metadata.uid
 
+    # Records of types the scheduler does not read (services/scheduler/reads.py) are skipped
+    # undecoded, and change nothing it decides on.
+    uid = pod.metadata.uid
+    for ignored in (
+        ev.NodeConditionChanged(
+            name="node-b", condition=NodeCondition(type="MemoryPressure", status="True")
+        ),
+        ev.NodeResizeFailed(name="node-b", reason="FailedNodeResize", message="x", attempt=1),
+        ev.ResizeRefused(namespace=NS, name="big", uid=uid, code=403, reason="Forbidden"),
+    ):
+        await publish(settings, ignored)
     # KEP-3953: node-b grows to 4 cpu; the pending pod is retried at once and lands there.
     growth = await grow(settings, "node-b", small, {**small, "cpu": "4"})
     placed = await until(pod_probe(v1, "big"), bound, "bound after the node grew")
@@ -193,6 +205,11 @@ async def test_unschedulable_pod_is_explained_then_placed_when_a_node_grows(
     assert binding.type == "PodBound"
     assert binding.causation_id == growth.id and binding.correlation_id == growth.correlation_id
     assert [h.record.envelope.type for h in history].count("PodUnschedulable") == 1
+
+    async def skipped() -> float:
+        return await metric(scheduler, 'inplace_events_skipped_total{role="scheduler"}')
+
+    await until(skipped, lambda n: n == 3, "the three records it does not read skipped")
 
 
 async def test_unschedulable_pod_is_placed_when_another_pod_is_deleted(

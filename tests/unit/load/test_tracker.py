@@ -241,3 +241,29 @@ def test_a_chaos_run_without_a_kill_does_not_pass() -> None:
     chaos.kills += [Kill(1.0, "kubelet", 10), Kill(2.0, "apiserver", 11), Kill(3.0, "kubelet", 12)]
     done = chaos_check(chaos)
     assert done.ok and done.detail == "3 SIGKILLs: apiserver x1, kubelet x2"
+
+
+def test_the_tracker_reads_only_the_types_it_follows_and_misses_nothing() -> None:
+    """`follow` skips every other `pods` record undecoded: traces, phases and counts are those
+    of a tracker that observed everything."""
+    from inplace.core.bus.headers import of_types
+    from inplace.load.tracker import TRACKED
+    from tests import factories
+
+    stream = [
+        *factories.cluster_stream(pods=20, resizes_per_pod=3, nodes=2),
+        *factories.every_type_stream(),
+    ]
+    raw = factories.raw_records(stream, [ev.PODS])
+    pods = [env for env in stream if env.topic == ev.PODS]
+    accept = of_types(TRACKED)
+    full, filtered = Tracker("", "team-a"), Tracker("", "team-a")
+    for env, record in zip(pods, raw, strict=True):
+        full.observe(env, 0.0)
+        if accept(record):
+            filtered.observe(env, 0.0)
+    assert len(raw) > sum(accept(r) for r in raw)  # something was skipped
+    assert full.failed and full.running and full.outcomes()["completed"]  # not vacuous
+    assert filtered.traces == full.traces and filtered.current == full.current
+    assert (filtered.running, filtered.failed) == (full.running, full.failed)
+    assert (filtered.events, filtered.delays) == (full.events, full.delays)

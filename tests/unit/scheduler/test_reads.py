@@ -1,0 +1,87 @@
+"""The scheduler decodes only the event types it reads (services/scheduler/reads.py), and decides
+exactly as if it folded everything."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inplace.core.bus.headers import Accept, of_types
+from inplace.core.readmodel import ReadModel
+from inplace.core.settings import Settings
+from schemas.events import event_types
+from schemas.kubeevents import reference
+from schemas.resources import is_resize_infeasible
+from services.scheduler.cache import pod_demand
+from services.scheduler.placement import schedule
+from services.scheduler.reads import READS, SKIPS
+from services.scheduler.service import INPUT_TOPICS, ROLE, Scheduler, _unschedulable_message
+from tests import factories
+
+STREAM = factories.every_type_stream()
+
+
+async def _follow(accept: Accept | None) -> tuple[list[dict[str, Any]], int]:
+    """The scheduler's view after each batch of the stream, and how many records it skipped."""
+    model = ReadModel(Settings(), role=ROLE, topics=INPUT_TOPICS, window=0)
+    scheduler = Scheduler(model, producer=None)  # type: ignore[arg-type]
+    model.ready.set()  # live: the changes that retry parked pods are recorded too
+    views, skipped = [], 0
+    async for skipped_so_far in factories.feed(model, STREAM, accept):
+        views.append(_view(scheduler))
+        skipped = skipped_so_far
+    return views, skipped
+
+
+def _view(scheduler: Scheduler) -> dict[str, Any]:
+    """What the scheduler decides from: its cache, its queues and every pod as it prices it."""
+    cache = scheduler.cache
+    pods = scheduler.model.objects("pods")
+    pending = {
+        f"{ns}/{name}": pod
+        for (ns, name), pod in pods.items()
+        if pod.spec.node_name is None and pod.status.phase not in ("Succeeded", "Failed")
+    }
+    return {
+        "nodes": [
+            (n.name, n.allocatable(), n.requested(), n.pod_count, n.non_zero_cpu, n.non_zero_memory)
+            for n in cache.nodes()
+        ],
+        "placement": [(n.name, n.blocked_reason, n.facts) for n in cache.nodes()],
+        "ghosts": [
+            (name, cache.node(name).present)  # type: ignore[union-attr]
+            for name in sorted({cache.placed_node(k) or "" for k in cache.placed_keys()})
+        ],
+        "placed": {k: (cache.placed_node(k), cache.placed_demand(k)) for k in cache.placed_keys()},
+        "pods": {
+            key: (pod.spec.node_name, pod.status.phase, is_resize_infeasible(pod), pod_demand(pod))
+            for key, pod in pods.items()
+        },
+        # A pending pod's decision, the message it was last refused with, and what its Events
+        # name (resourceVersion included).
+        "pending": {
+            key: (schedule(cache, pod), _unschedulable_message(pod), reference("Pod", pod.metadata))
+            for key, pod in pending.items()
+        },
+        "queue": list(scheduler._queue),
+        "changes": [(change, cause.id) for change, cause in scheduler._changes.items()],
+        "infeasible": scheduler._infeasible,
+    }
+
+
+def test_every_type_of_its_topics_is_read_or_skipped_for_a_reason() -> None:
+    # A new event type on `pods` or `nodes` fails this until someone decides for the scheduler.
+    on_topics = {name for name, t in event_types().items() if t.TOPIC in INPUT_TOPICS}
+    assert set(READS) | set(SKIPS) == on_topics
+    assert not set(READS) & set(SKIPS)
+    assert on_topics <= {env.type for env in STREAM}  # the stream below has every one
+
+
+async def test_the_filtered_scheduler_decides_as_if_it_read_everything() -> None:
+    full, none_skipped = await _follow(None)
+    filtered, skipped = await _follow(of_types(READS))
+    assert none_skipped == 0 and skipped > 0
+    assert full[-1]["pending"] and full[-1]["changes"] and full[-1]["placed"]  # not vacuous
+    assert len(filtered) == len(full)
+    for at, (expected, actual) in enumerate(zip(full, filtered, strict=True)):
+        for part in expected:
+            assert actual[part] == expected[part], f"{part} after batch {at}"
