@@ -317,17 +317,7 @@ def every_type_stream(pods: int = 60, nodes: int = 4, seed: int = 11) -> list[En
             emit(ev.KubeEventRecorded(event=kube_event(payload.namespace, payload.name)))
     # Nodes change: one shrinks (its pods evicted), one grows, one fails a resync, one goes.
     small, big, failing, gone = node_names[:4]
-    shrunk = {"cpu": Quantity("1"), "memory": Quantity("2Gi"), "pods": Quantity("110")}
-    emit(
-        ev.NodeCapacityChanged(
-            name=small,
-            old_capacity=node(small).status.capacity,
-            new_capacity=shrunk,
-            old_allocatable=node(small).status.allocatable,
-            new_allocatable=shrunk,
-        ),
-        "hotplug",
-    )
+    emit(capacity_changed(small, cpu="1", memory="2Gi"), "hotplug")
     emit(
         ev.NodeConditionChanged(
             name=small, condition=NodeCondition(type="MemoryPressure", status="True")
@@ -343,17 +333,7 @@ def every_type_stream(pods: int = 60, nodes: int = 4, seed: int = 11) -> list[En
                 reason="Evicted",
             )
         )
-    grown = {"cpu": Quantity("32"), "memory": Quantity("128Gi"), "pods": Quantity("110")}
-    emit(
-        ev.NodeCapacityChanged(
-            name=big,
-            old_capacity=node(big).status.capacity,
-            new_capacity=grown,
-            old_allocatable=node(big).status.allocatable,
-            new_allocatable=grown,
-        ),
-        "hotplug",
-    )
+    emit(capacity_changed(big, cpu="32", memory="128Gi"), "hotplug")
     emit(ev.NodeResizeFailed(name=failing, reason="FailedNodeResize", message="cgroup", attempt=1))
     emit(
         ev.NodeConditionChanged(name=failing, condition=NodeCondition(type="Ready", status="False"))
@@ -375,6 +355,30 @@ def every_type_stream(pods: int = 60, nodes: int = 4, seed: int = 11) -> list[En
     emit(ev.LimitRangeDeleted(namespace=other, name="limits"), "apiserver")
     emit(ev.NamespaceDeleted(namespace="team-c"), "apiserver")
     return out
+
+
+def capacity_changed(name: str, cpu: str, memory: str) -> ev.NodeCapacityChanged:
+    """`node(name)` resized to `cpu` and `memory` (capacity and allocatable alike)."""
+    before = node(name).status
+    after = {"cpu": Quantity(cpu), "memory": Quantity(memory), "pods": Quantity("110")}
+    return ev.NodeCapacityChanged(
+        name=name,
+        old_capacity=before.capacity,
+        new_capacity=after,
+        old_allocatable=before.allocatable,
+        new_allocatable=after,
+    )
+
+
+def assert_every_type_decided(
+    reads: Collection[str], skips: Collection[str], topics: Collection[str], stream: list[Envelope]
+) -> None:
+    """A role's type filter names every event type of its topics once, as read or skipped
+    (a new type fails this until someone decides for the role), and `stream` has them all."""
+    on_topics = {name for name, t in ev.event_types().items() if t.TOPIC in topics}
+    assert set(reads) | set(skips) == on_topics
+    assert not set(reads) & set(skips)
+    assert on_topics <= {env.type for env in stream}
 
 
 def kube_event(namespace: str, pod_name: str) -> object:

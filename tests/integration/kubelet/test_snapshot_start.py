@@ -46,6 +46,21 @@ async def _allocations(
     return names
 
 
+def _proposed(name: str, cpu: str) -> Envelope:
+    """A resize of team-a's pod `name` to `cpu` and 64Mi, as the apiserver writes it."""
+    return Envelope.wrap(
+        ev.ResizeProposed(
+            namespace="team-a",
+            name=name,
+            uid=f"uid-team-a-{name}",
+            containers=[
+                ev.ContainerResources(name="app", resources=factories.resources(cpu, "64Mi"))
+            ],
+        ),
+        producer="apiserver",
+    )
+
+
 async def test_kubelet_restarts_from_the_projection_and_reads_only_the_tail(
     settings: Settings, producer: EventProducer, projector: RoleProcess, tmp_path: Path
 ) -> None:
@@ -54,17 +69,7 @@ async def test_kubelet_restarts_from_the_projection_and_reads_only_the_tail(
     await producer.publish_many(
         list(factories.cluster_stream(pods=12, resizes_per_pod=40, nodes=3))
     )
-    asked = Envelope.wrap(
-        ev.ResizeProposed(
-            namespace="team-a",
-            name="web-2",
-            uid="uid-team-a-web-2",
-            containers=[
-                ev.ContainerResources(name="app", resources=factories.resources("50m", "64Mi"))
-            ],
-        ),
-        producer="apiserver",
-    )
+    asked = _proposed("web-2", "50m")
     await producer.publish(asked)
     projector.start()
     await wait_caught_up(settings, projector)
@@ -72,31 +77,12 @@ async def test_kubelet_restarts_from_the_projection_and_reads_only_the_tail(
     mine = {settings.topic(ev.PODS), settings.topic(ev.NODES)}
     snapshot = {k: v for k, v in (await projected_offsets(settings)).items() if k[0] in mine}
     history = sum(snapshot.values())
-    shrink = factories.resources("100m", "64Mi")
-    await producer.publish(
-        Envelope.wrap(
-            ev.ResizeProposed(
-                namespace="team-a",
-                name="web-1",
-                uid="uid-team-a-web-1",
-                containers=[ev.ContainerResources(name="app", resources=shrink)],
-            ),
-            producer="apiserver",
-        ),
-        node="node-1",  # the `node` header, as the apiserver writes it for a bound pod
-    )
+    # The `node` header, as the apiserver writes it for a bound pod.
+    await producer.publish(_proposed("web-1", "100m"), node="node-1")
     # A resize written before its writer saw the binding carries node "" and every process
     # decodes it; the pod's next record names its node, so the kubelet, serving no node yet
     # while it catches up, forgets the pod: taking node-0 over must bring the resize back.
-    unbound = Envelope.wrap(
-        ev.ResizeProposed(
-            namespace="team-a",
-            name="web-3",
-            uid="uid-team-a-web-3",
-            containers=[ev.ContainerResources(name="app", resources=shrink)],
-        ),
-        producer="apiserver",
-    )
+    unbound = _proposed("web-3", "100m")
     await producer.publish(unbound, node="")
     await producer.publish(
         Envelope.wrap(

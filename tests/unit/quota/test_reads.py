@@ -9,7 +9,6 @@ from inplace.core.bus.headers import Accept, of_types
 from inplace.core.readmodel import ReadModel
 from inplace.core.settings import Settings
 from schemas.admission import AdmissionRequest, GroupVersionKind
-from schemas.events import event_types
 from services.quota.reads import READS, SKIPS
 from services.quota.service import INPUT_TOPICS, ROLE
 from services.quota.status import QuotaStatus
@@ -84,11 +83,7 @@ async def _follow(accept: Accept | None) -> tuple[list[dict[str, Any]], int]:
 
 
 def test_every_type_of_its_topics_is_read_or_skipped_for_a_reason() -> None:
-    # A new event type on `pods` or `policy` fails this until someone decides for quota.
-    on_topics = {name for name, t in event_types().items() if t.TOPIC in INPUT_TOPICS}
-    assert set(READS) | set(SKIPS) == on_topics
-    assert not set(READS) & set(SKIPS)
-    assert on_topics <= {env.type for env in STREAM}  # the stream below has every one
+    factories.assert_every_type_decided(READS, SKIPS, INPUT_TOPICS, STREAM)
 
 
 async def test_the_filtered_quota_role_counts_and_admits_as_if_it_read_everything() -> None:

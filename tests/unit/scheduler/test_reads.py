@@ -8,7 +8,6 @@ from typing import Any
 from inplace.core.bus.headers import Accept, of_types
 from inplace.core.readmodel import ReadModel
 from inplace.core.settings import Settings
-from schemas.events import event_types
 from schemas.kubeevents import reference
 from schemas.resources import is_resize_infeasible
 from services.scheduler.cache import pod_demand
@@ -69,11 +68,7 @@ def _view(scheduler: Scheduler) -> dict[str, Any]:
 
 
 def test_every_type_of_its_topics_is_read_or_skipped_for_a_reason() -> None:
-    # A new event type on `pods` or `nodes` fails this until someone decides for the scheduler.
-    on_topics = {name for name, t in event_types().items() if t.TOPIC in INPUT_TOPICS}
-    assert set(READS) | set(SKIPS) == on_topics
-    assert not set(READS) & set(SKIPS)
-    assert on_topics <= {env.type for env in STREAM}  # the stream below has every one
+    factories.assert_every_type_decided(READS, SKIPS, INPUT_TOPICS, STREAM)
 
 
 async def test_the_filtered_scheduler_decides_as_if_it_read_everything() -> None:
