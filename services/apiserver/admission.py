@@ -18,12 +18,21 @@ import httpx
 import jsonpatch
 from pydantic import ValidationError
 
-from schemas.admission import AdmissionRequest, AdmissionReview, GroupVersionKind
-from schemas.k8s import Pod
+from schemas.admission import AdmissionRequest, AdmissionReview, GroupVersionKind, RefusalFacts
+from schemas.k8s import Pod, Status
 from services.apiserver import errors
 
 log = logging.getLogger(__name__)
 WEBHOOK = "quota.inplace.io"
+
+
+class AdmissionDenied(errors.ApiError):
+    """The webhook said no: its Status for the client, and the facts it gave as data
+    (`refusal`) for the ResizeRefused event."""
+
+    def __init__(self, status: Status, refusal: RefusalFacts | None) -> None:
+        super().__init__(status)
+        self.refusal = refusal
 
 
 class AdmissionClient:
@@ -84,8 +93,13 @@ class AdmissionClient:
             message = status.message if status and status.message else "denied"
             code = status.code if status and status.code else 403
             if code == 403:
-                raise errors.forbidden(message, kind="pods", name=pod.metadata.name)
-            raise errors.ApiError(status) if status else errors.forbidden(message)
+                error = errors.forbidden(message, kind="pods", name=pod.metadata.name)
+            else:
+                error = errors.ApiError(status) if status else errors.forbidden(message)
+            # A reply without `refusal` (a quota role from before it, any other webhook) is
+            # still a denial: it is recorded with no facts. Reading them from the message
+            # instead would tie the event to the wording of whichever webhook answered.
+            raise AdmissionDenied(error.status, answer.refusal)
         if answer.patch:
             return Pod.model_validate(_apply(obj, answer.patch))
         return pod

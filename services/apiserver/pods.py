@@ -13,7 +13,7 @@ from schemas import events as ev
 from schemas.k8s import Pod
 from schemas.resources import is_sidecar, qos_class
 from services.apiserver import errors
-from services.apiserver.admission import AdmissionClient
+from services.apiserver.admission import AdmissionClient, AdmissionDenied
 from services.apiserver.defaulting import default_pod_json
 from services.apiserver.fielderrors import invalid_status
 from services.apiserver.http import (
@@ -31,7 +31,7 @@ from services.apiserver.http import (
     server_side_apply_request,
 )
 from services.apiserver.patching import PatchError, apply_patch
-from services.apiserver.refusals import limit_range_violations, quota_refusal
+from services.apiserver.refusals import refused_by
 from services.apiserver.validation import (
     default_pod,
     resize_view,
@@ -240,18 +240,20 @@ class PodHandlers:
         hand the error back to be raised."""
         status = error.status
         proposal = _proposal(desired)
-        message = status.message or ""
-        policy = error.code == 403  # admission (quota, LimitRange); 422 is validation
+        # The policy's facts come only from the webhook's reply; a validation 422 has none.
+        quota, limit_range = refused_by(
+            error.refusal if isinstance(error, AdmissionDenied) else None
+        )
         refused = ev.ResizeRefused(
             namespace=proposal.namespace,
             name=proposal.name,
             uid=proposal.uid,
             code=error.code,
             reason=status.reason or "",
-            message=message,
+            message=status.message or "",
             containers=proposal.containers,
-            quota=quota_refusal(message) if policy else None,
-            limit_range=limit_range_violations(message) if policy else None,
+            quota=quota,
+            limit_range=limit_range,
         )
         await self.writer.commit(refused, self._correlation(request))
         return error

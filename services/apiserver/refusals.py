@@ -1,84 +1,46 @@
-"""Pure: the facts of a ResourceQuota or LimitRange refusal, read from its Kubernetes message.
+"""Pure: a ResourceQuota or LimitRange refusal's facts, as the ResizeRefused event keeps them.
 
-Quota and LimitRange admission answer in kube-apiserver's fixed words (the quota role, or any
-conformant webhook): "exceeded quota: NAME, requested: a=1,b=2, used: …, limited: …",
-"failed quota: NAME: must specify …", "maximum cpu usage per Container is 1, but limit is 2".
-The ResizeRefused event carries them as fields, so `inplace explain -o json` and scripts need
-not parse prose."""
+The quota webhook answers a denial with its facts as data beside the message
+(`AdmissionResponse.refusal`, schemas/admission.py); this maps them onto the event's fields.
+The event keeps amounts as the strings the message prints ("500m"), so explain and scripts
+read them as users see them."""
 
 from __future__ import annotations
 
-import re
-
 from schemas import events as ev
+from schemas.admission import RefusalFacts
+from schemas.k8s import ResourceList
 
-__all__ = ["limit_range_violations", "quota_refusal"]
-
-_EXCEEDED = re.compile(
-    r"exceeded quota: (?P<quota>[^,\s]+), requested: (?P<requested>\S*), "
-    r"used: (?P<used>\S*), limited: (?P<hard>\S*?)(?:$|[\s\]])"
-)
-_FAILED = re.compile(r"failed quota: (?P<quota>[^:\s]+): ")
-_BOUND = re.compile(
-    r"(?P<bound>minimum|maximum) (?P<resource>\S+) usage per (?P<per>\w+) is "
-    r"(?P<enforced>[^,.\s]+(?:\.\d+)?)(?:, but (?P<field>request|limit) is (?P<actual>[^,\]\s]+)"
-    r"|\.  No (?:request|limit) is specified)"
-)
-_RATIO = re.compile(
-    r"(?P<resource>\S+) max limit to request ratio per (?P<per>\w+) is (?P<enforced>[^,\s]+), "
-    r"but (?:provided ratio is (?P<actual>[0-9.]+)|no (?:request|limit) is specified)"
-)
+__all__ = ["refused_by"]
 
 
-def _amounts(listed: str) -> dict[str, str]:
-    """quota's prettyPrint, "limits.cpu=500m,requests.cpu=500m", as a mapping."""
-    pairs = (item.split("=", 1) for item in listed.split(",") if "=" in item)
-    return {name: value for name, value in pairs}
+def _amounts(resources: ResourceList) -> dict[str, str]:
+    return {name: str(quantity) for name, quantity in resources.items()}
 
 
-def quota_refusal(message: str) -> ev.QuotaRefusal | None:
-    """The quota a refusal names, with the exceeded resources' requested/used/hard."""
-    exceeded = _EXCEEDED.search(message)
-    if exceeded is not None:
-        return ev.QuotaRefusal(
-            quota=exceeded["quota"],
-            requested=_amounts(exceeded["requested"]),
-            used=_amounts(exceeded["used"]),
-            hard=_amounts(exceeded["hard"]),
+def refused_by(
+    refusal: RefusalFacts | None,
+) -> tuple[ev.QuotaRefusal | None, list[ev.LimitRangeViolation] | None]:
+    """The quota and the LimitRange bounds a webhook's reply names (None: it names none)."""
+    if refusal is None:
+        return None, None
+    quota = None
+    if refusal.quota is not None:
+        quota = ev.QuotaRefusal(
+            quota=refusal.quota.name,
+            requested=_amounts(refusal.quota.requested),
+            used=_amounts(refusal.quota.used),
+            hard=_amounts(refusal.quota.hard),
         )
-    failed = _FAILED.search(message)
-    return ev.QuotaRefusal(quota=failed["quota"]) if failed is not None else None
-
-
-def limit_range_violations(message: str) -> list[ev.LimitRangeViolation] | None:
-    """Every LimitRange bound a refusal names (None: not a LimitRange refusal)."""
-    found: list[tuple[int, ev.LimitRangeViolation]] = []
-    for match in _BOUND.finditer(message):
-        found.append(
-            (
-                match.start(),
-                ev.LimitRangeViolation(
-                    resource=match["resource"],
-                    per=match["per"],
-                    bound=match["bound"],  # type: ignore[arg-type]
-                    enforced=match["enforced"],
-                    field=match["field"],  # type: ignore[arg-type]
-                    actual=match["actual"],
-                ),
-            )
+    bounds = [
+        ev.LimitRangeViolation(
+            resource=v.resource,
+            per=v.per,
+            bound=v.bound,
+            enforced=str(v.enforced),
+            field=v.field,
+            actual=v.actual,
         )
-    for match in _RATIO.finditer(message):
-        found.append(
-            (
-                match.start(),
-                ev.LimitRangeViolation(
-                    resource=match["resource"],
-                    per=match["per"],
-                    bound="maxLimitRequestRatio",
-                    enforced=match["enforced"],
-                    field="ratio" if match["actual"] else None,
-                    actual=match["actual"],
-                ),
-            )
-        )
-    return [v for _, v in sorted(found, key=lambda f: f[0])] or None
+        for v in refusal.limit_range or []
+    ]
+    return quota, bounds or None

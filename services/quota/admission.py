@@ -18,15 +18,21 @@ Deliberate choices, each against a race or nondeterminism in Kubernetes' own imp
   informer lists and Go maps in no fixed order (it decides which message a user sees).
 - The Pod-type LimitRange on a resize checks the desired totals (spec), as the Container type
   does, where Kubernetes takes max(spec, allocated) and so lets a shrink below `min` through.
+
+A refusal's facts (the quota and its amounts, the LimitRange bounds) are kept as data beside
+the words (`Denied.quota`, `Denied.limit_range`), built from the same values the message
+prints, so the webhook can answer with both and nobody has to parse the message.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
 
+from schemas.admission import LimitRangeFacts, QuotaFacts, RefusalFacts
 from schemas.k8s import (
     Container,
     LimitRange,
@@ -53,12 +59,15 @@ __all__ = [
     "LIMIT_RANGER_ANNOTATION",
     "Allowed",
     "Denied",
+    "LimitViolation",
     "Operation",
+    "QuotaViolation",
     "admit",
     "apply_api_defaults",
     "apply_limit_range_defaults",
     "check_quotas",
     "default_limit_range_item",
+    "first_limit_range_violations",
     "limit_range_errors",
     "validate_limit_ranges",
 ]
@@ -77,14 +86,63 @@ class Allowed:
 
 
 @dataclass(frozen=True, slots=True)
+class LimitViolation:
+    """One LimitRange bound a pod breaks: Kubernetes' words (`message`) and their facts."""
+
+    message: str
+    resource: str
+    per: str  # the LimitRangeItem type: Container | Pod
+    bound: Literal["minimum", "maximum", "maxLimitRequestRatio"]
+    enforced: Quantity
+    field: Literal["request", "limit", "ratio"] | None = None  # None: none specified
+    actual: str | None = None
+
+    def facts(self) -> LimitRangeFacts:
+        return LimitRangeFacts(
+            resource=self.resource,
+            per=self.per,
+            bound=self.bound,
+            enforced=self.enforced,
+            field=self.field,
+            actual=self.actual,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaViolation:
+    """The ResourceQuota a request breaks: Kubernetes' words and the exceeded resources'
+    amounts (all empty for "must specify")."""
+
+    message: str
+    quota: str
+    requested: ResourceList = dataclasses.field(default_factory=dict)
+    used: ResourceList = dataclasses.field(default_factory=dict)
+    hard: ResourceList = dataclasses.field(default_factory=dict)
+
+    def facts(self) -> QuotaFacts:
+        return QuotaFacts(name=self.quota, requested=self.requested, used=self.used, hard=self.hard)
+
+
+@dataclass(frozen=True, slots=True)
 class Denied:
-    """Refuse the request: the apiserver answers with `to_status()`."""
+    """Refuse the request: the apiserver answers with `to_status()`, and `facts()` beside it."""
 
     message: str
     name: str = "Unknown"
     code: int = 403
     reason: str = "Forbidden"
     details_kind: str = "pods"
+    quota: QuotaViolation | None = None
+    limit_range: tuple[LimitViolation, ...] = ()
+
+    def facts(self) -> RefusalFacts | None:
+        """The policy's facts as data (None: nothing to tell beyond the message)."""
+        if self.quota is None and not self.limit_range:
+            return None
+        return RefusalFacts(
+            quota=self.quota.facts() if self.quota else None,
+            limit_range=[v.facts() for v in self.limit_range] or None,
+        )
 
     def to_status(self) -> Status:
         """The metav1.Status body apierrors.NewForbidden produces."""
@@ -102,9 +160,20 @@ def _object_name(pod: Pod) -> str:
     return pod.metadata.name or pod.metadata.generate_name or "Unknown"
 
 
-def _forbidden(pod: Pod, reason: str) -> Denied:
+def _forbidden(
+    pod: Pod,
+    reason: str,
+    *,
+    quota: QuotaViolation | None = None,
+    limit_range: Sequence[LimitViolation] = (),
+) -> Denied:
     name = _object_name(pod)
-    return Denied(message=f'pods "{name}" is forbidden: {reason}', name=name)
+    return Denied(
+        message=f'pods "{name}" is forbidden: {reason}',
+        name=name,
+        quota=quota,
+        limit_range=tuple(limit_range),
+    )
 
 
 def admit(
@@ -129,12 +198,13 @@ def admit(
         pod = apply_limit_range_defaults(apply_api_defaults(new_pod), ranges)
     elif old_pod is None:
         raise ValueError("a RESIZE needs the pod as stored (old_pod)")
-    error = validate_limit_ranges(ranges, pod)
-    if error is not None:
-        return _forbidden(pod, error)
-    error = check_quotas(quotas, namespace_pods, operation, old_pod, pod, now=now)
-    if error is not None:
-        return _forbidden(pod, error)
+    violations = first_limit_range_violations(ranges, pod)
+    if violations:
+        message = _aggregate_message([v.message for v in violations])
+        return _forbidden(pod, message, limit_range=violations)
+    exceeded = check_quotas(quotas, namespace_pods, operation, old_pod, pod, now=now)
+    if exceeded is not None:
+        return _forbidden(pod, exceeded.message, quota=exceeded)
     return Allowed(pod)
 
 
@@ -232,44 +302,69 @@ def _comparable(*quantities: Quantity) -> list[int]:
     return values
 
 
+def _bound_violation(
+    bound: Literal["minimum", "maximum"],
+    kind: str,
+    name: str,
+    enforced: Quantity,
+    field: Literal["request", "limit"] | None = None,
+    actual: Quantity | None = None,
+) -> LimitViolation:
+    """min/max: "BOUND NAME usage per KIND is ENFORCED, but FIELD is ACTUAL", or the missing
+    request (minimum) / limit (maximum) one."""
+    head = f"{bound} {name} usage per {kind} is {enforced}"
+    if field is None:
+        missing = "request" if bound == "minimum" else "limit"
+        message = f"{head}.  No {missing} is specified"
+    else:
+        message = f"{head}, but {field} is {actual}"
+    shown = None if actual is None else str(actual)
+    return LimitViolation(message, name, kind, bound, enforced, field, shown)
+
+
 def _min_error(
     kind: str, name: str, enforced: Quantity, requests: ResourceList, limits: ResourceList
-) -> str | None:
+) -> LimitViolation | None:
     request, limit = requests.get(name), limits.get(name)
     req, lim, enf = _comparable(request or ZERO, limit or ZERO, enforced)
     if request is None:
-        return f"minimum {name} usage per {kind} is {enforced}.  No request is specified"
+        return _bound_violation("minimum", kind, name, enforced)
     if req < enf:
-        return f"minimum {name} usage per {kind} is {enforced}, but request is {request}"
+        return _bound_violation("minimum", kind, name, enforced, "request", request)
     if limit is not None and lim < enf:
-        return f"minimum {name} usage per {kind} is {enforced}, but limit is {limit}"
+        return _bound_violation("minimum", kind, name, enforced, "limit", limit)
     return None
 
 
 def _max_error(
     kind: str, name: str, enforced: Quantity, requests: ResourceList, limits: ResourceList
-) -> str | None:
+) -> LimitViolation | None:
     request, limit = requests.get(name), limits.get(name)
     req, lim, enf = _comparable(request or ZERO, limit or ZERO, enforced)
     if limit is None:
-        return f"maximum {name} usage per {kind} is {enforced}.  No limit is specified"
+        return _bound_violation("maximum", kind, name, enforced)
     if lim > enf:
-        return f"maximum {name} usage per {kind} is {enforced}, but limit is {limit}"
+        return _bound_violation("maximum", kind, name, enforced, "limit", limit)
     if request is not None and req > enf:
-        return f"maximum {name} usage per {kind} is {enforced}, but request is {request}"
+        return _bound_violation("maximum", kind, name, enforced, "request", request)
     return None
 
 
 def _ratio_error(
     kind: str, name: str, enforced: Quantity, requests: ResourceList, limits: ResourceList
-) -> str | None:
+) -> LimitViolation | None:
     request, limit = requests.get(name), limits.get(name)
     req, lim, _ = _comparable(request or ZERO, limit or ZERO, enforced)
     prefix = f"{name} max limit to request ratio per {kind} is {enforced}"
+
+    def violation(message: str, actual: str | None = None) -> LimitViolation:
+        field: Literal["ratio"] | None = "ratio" if actual is not None else None
+        return LimitViolation(message, name, kind, "maxLimitRequestRatio", enforced, field, actual)
+
     if request is None or req == 0:
-        return f"{prefix}, but no request is specified or request is 0"
+        return violation(f"{prefix}, but no request is specified or request is 0")
     if limit is None or lim == 0:
-        return f"{prefix}, but no limit is specified or limit is 0"
+        return violation(f"{prefix}, but no limit is specified or limit is 0")
     observed = lim / req
     shown = observed
     ceiling = float(enforced.value())
@@ -277,12 +372,14 @@ def _ratio_error(
         observed *= 1000
         ceiling = float(enforced.milli_value())
     if observed > ceiling:
-        return f"{prefix}, but provided ratio is {shown:f}"
+        return violation(f"{prefix}, but provided ratio is {shown:f}", f"{shown:f}")
     return None
 
 
-def _item_errors(item: LimitRangeItem, requests: ResourceList, limits: ResourceList) -> list[str]:
-    errors: list[str] = []
+def _item_errors(
+    item: LimitRangeItem, requests: ResourceList, limits: ResourceList
+) -> list[LimitViolation]:
+    errors: list[LimitViolation] = []
     checks = (
         (item.min, _min_error),
         (item.max, _max_error),
@@ -302,13 +399,13 @@ def _without_overhead(pod: Pod) -> Pod:
     return pod.model_copy(update={"spec": pod.spec.model_copy(update={"overhead": None})})
 
 
-def limit_range_errors(limit_range: LimitRange, pod: Pod) -> list[str]:
+def limit_range_errors(limit_range: LimitRange, pod: Pod) -> list[LimitViolation]:
     """PodValidateLimitFunc: every violation of one LimitRange, in a stable order.
 
     Container items bound each container and init container (requests defaulted from limits);
     Pod items bound the pod's aggregate requests and limits (sidecar rules, no overhead).
     """
-    errors: list[str] = []
+    errors: list[LimitViolation] = []
     for item in limit_range.spec.limits:
         if item.type == "Container":
             for container in [*pod.spec.containers, *(pod.spec.init_containers or [])]:
@@ -329,13 +426,25 @@ def _aggregate_message(errors: Sequence[str]) -> str:
     return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
 
-def validate_limit_ranges(limit_ranges: Sequence[LimitRange], pod: Pod) -> str | None:
-    """The error of the first LimitRange the pod violates, else None."""
+def first_limit_range_violations(
+    limit_ranges: Sequence[LimitRange], pod: Pod
+) -> list[LimitViolation]:
+    """The violations of the first LimitRange the pod violates (empty: none), each message
+    once, as the aggregate message says them."""
     for limit_range in limit_ranges:
         errors = limit_range_errors(limit_range, pod)
         if errors:
-            return _aggregate_message(errors)
-    return None
+            unique: dict[str, LimitViolation] = {}
+            for violation in errors:
+                unique.setdefault(violation.message, violation)
+            return list(unique.values())
+    return []
+
+
+def validate_limit_ranges(limit_ranges: Sequence[LimitRange], pod: Pod) -> str | None:
+    """The error of the first LimitRange the pod violates, else None."""
+    violations = first_limit_range_violations(limit_ranges, pod)
+    return _aggregate_message([v.message for v in violations]) if violations else None
 
 
 # --- ResourceQuota --------------------------------------------------------------------------------
@@ -380,7 +489,7 @@ def check_quotas(
     new_pod: Pod,
     *,
     now: datetime | None = None,
-) -> str | None:
+) -> QuotaViolation | None:
     """ResourceQuota's CheckRequest for one pod: the first refusal, else None.
 
     For every quota whose hard resources a pod can consume and whose scopes select the pod:
@@ -398,7 +507,8 @@ def check_quotas(
             continue
         error = _constraints_error(restricted, new_pod)
         if error is not None:
-            return f"failed quota: {quota.metadata.name}: {error}"
+            name = quota.metadata.name or ""
+            return QuotaViolation(f"failed quota: {name}: {error}", name)
         interesting.append((quota, hard))
 
     new_usage = pod_usage(new_pod, now)
@@ -414,10 +524,11 @@ def check_quotas(
         after = add(_mask(used, requested), requested)
         exceeded = sorted(name for name, q in after.items() if hard[name] < q)
         if exceeded:
-            return (
-                f"exceeded quota: {quota.metadata.name}, "
-                f"requested: {_pretty(_mask(requested, exceeded))}, "
-                f"used: {_pretty(_mask(used, exceeded))}, "
-                f"limited: {_pretty(_mask(hard, exceeded))}"
+            name = quota.metadata.name or ""
+            amounts = [_mask(of, exceeded) for of in (requested, used, hard)]
+            message = (
+                f"exceeded quota: {name}, requested: {_pretty(amounts[0])}, "
+                f"used: {_pretty(amounts[1])}, limited: {_pretty(amounts[2])}"
             )
+            return QuotaViolation(message, name, *amounts)
     return None

@@ -123,7 +123,14 @@ class QuotaWebhook:
                     pods.append(old)
             decision = admit(quotas, ranges, pods, operation, old, pod)  # type: ignore[arg-type]
             if not isinstance(decision, Allowed):
-                return AdmissionResponse(uid=req.uid, allowed=False, status=decision.to_status())
+                # The facts ride beside the words (schemas.admission: `refusal`), so the
+                # apiserver records them on ResizeRefused without parsing the message.
+                return AdmissionResponse(
+                    uid=req.uid,
+                    allowed=False,
+                    status=decision.to_status(),
+                    refusal=decision.facts(),
+                )
             self._reserved[namespace][pod.metadata.name or ""] = Reservation(
                 decision.pod, time.monotonic() + self.ttl
             )

@@ -26,6 +26,7 @@ from inplace.core.projection.store import ProjectionStore
 from inplace.core.settings import Settings
 from inplace.core.store.database import ensure_database
 from inplace.localinfra import KafkaBroker, PostgresCluster, free_port
+from schemas.envelope import Envelope
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -287,3 +288,13 @@ async def kubectl(
     if check and done.returncode != 0:
         raise AssertionError(f"{' '.join(command)} failed: {done.stderr or done.stdout}")
     return done
+
+
+async def read_log(settings: Settings, *topics: str) -> list[Envelope]:
+    """Every record on `topics` now, in log order per partition."""
+    async with LogReader(settings.kafka_bootstrap) as reader:
+        tps = await reader.partitions([settings.topic(t) for t in topics])
+        out: list[Envelope] = []
+        async for batch in reader.read({}, await reader.end_offsets(tps)):
+            out.extend(r.envelope for r in batch.records)
+    return out

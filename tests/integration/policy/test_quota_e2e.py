@@ -20,7 +20,7 @@ from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import ResourceRequirements
 from schemas.quantity import Quantity
-from tests.integration.conftest import RoleProcess, inplace, metric, wait_caught_up
+from tests.integration.conftest import RoleProcess, inplace, metric, read_log, wait_caught_up
 
 NS = "team-a"
 
@@ -88,6 +88,15 @@ def used_of(v1: client.CoreV1Api, ns: str, name: str = "compute") -> Callable[[]
     return probe
 
 
+async def refused_on_log(settings: Settings, name: str) -> list[ev.ResizeRefused]:
+    """The ResizeRefused events the apiserver wrote for pod NS/`name`."""
+    return [
+        e.payload
+        for e in await read_log(settings, ev.PODS)
+        if isinstance(e.payload, ev.ResizeRefused) and e.payload.name == name
+    ]
+
+
 def same(actual: dict[str, str], expected: dict[str, str]) -> bool:
     """Equal as quantities ("1000m" is "1")."""
     return actual.keys() == expected.keys() and all(
@@ -125,6 +134,15 @@ async def test_resize_beyond_quota_is_403_and_within_quota_passes(
     unchanged = await call(v1.read_namespaced_pod, "web-0", NS)
     assert unchanged.spec.containers[0].resources.requests["cpu"] == "300m"
     assert unchanged.status.resize is None
+    # The facts on the log are those the quota webhook gave beside the message, as data.
+    [logged] = await refused_on_log(settings, "web-0")
+    assert (logged.code, logged.message, logged.limit_range) == (403, body["message"], None)
+    assert logged.quota == ev.QuotaRefusal(
+        quota="compute",
+        requested={"limits.cpu": "500m", "requests.cpu": "500m"},
+        used={"limits.cpu": "600m", "requests.cpu": "600m"},
+        hard={"limits.cpu": "1", "requests.cpu": "1"},
+    )
     # The refusal is on the log: `inplace explain` names the quota, its used and hard.
     explained = inplace(settings, "explain", f"{NS}/web-0", "-o", "json")
     [refused] = json.loads(explained.stdout)["resizes"]
@@ -200,6 +218,18 @@ async def test_limit_range_defaults_on_create_and_max_blocks_a_resize(
         'pods "big" is forbidden: maximum cpu usage per Container is 1, but limit is 2'
     )
     assert (await call(v1.read_namespaced_pod, "big", NS)).status.resize is None
+    [logged] = await refused_on_log(settings, "big")
+    assert logged.quota is None
+    assert logged.limit_range == [
+        ev.LimitRangeViolation(
+            resource="cpu",
+            per="Container",
+            bound="maximum",
+            enforced="1",
+            field="limit",
+            actual="2",
+        )
+    ]
     explained = json.loads(inplace(settings, "explain", f"{NS}/big", "-o", "json").stdout)
     [refused] = explained["resizes"]
     assert refused["steps"][0]["limit_range"] == [

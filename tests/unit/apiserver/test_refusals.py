@@ -1,93 +1,137 @@
-"""A ResourceQuota / LimitRange refusal's facts, read from kube-apiserver's words (the
-messages are those the quota role's tests expect, tests/unit/quota)."""
+"""A quota webhook's denial as the apiserver takes it: the Status the client gets, and the facts
+(`response.refusal`) the ResizeRefused event keeps; a reply without them still denies."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+import httpx
 import pytest
 
 from schemas import events as ev
-from services.apiserver.refusals import limit_range_violations, quota_refusal
+from schemas.admission import LimitRangeFacts, QuotaFacts, RefusalFacts
+from schemas.quantity import Quantity
+from services.apiserver import errors
+from services.apiserver.admission import AdmissionClient, AdmissionDenied
+from services.apiserver.refusals import refused_by
+from tests import factories
 
-EXCEEDED = (
-    'pods "new" is forbidden: exceeded quota: compute, '
-    "requested: limits.cpu=4,limits.memory=4Gi, "
-    "used: limits.cpu=1,limits.memory=1Gi, "
-    "limited: limits.cpu=4,limits.memory=4Gi"
+MESSAGE = (
+    'pods "web" is forbidden: exceeded quota: compute, requested: limits.cpu=500m, '
+    "used: limits.cpu=600m, limited: limits.cpu=1"
 )
+QUOTA_REPLY = {
+    "quota": {
+        "name": "compute",
+        "requested": {"limits.cpu": "500m"},
+        "used": {"limits.cpu": "600m"},
+        "hard": {"limits.cpu": "1"},
+    }
+}
 
 
-def test_exceeded_quota_names_the_quota_with_requested_used_and_hard() -> None:
-    assert quota_refusal(EXCEEDED) == ev.QuotaRefusal(
+def test_quota_facts_become_the_events_quota() -> None:
+    quota, limit_range = refused_by(RefusalFacts.model_validate(QUOTA_REPLY))
+    assert quota == ev.QuotaRefusal(
         quota="compute",
-        requested={"limits.cpu": "4", "limits.memory": "4Gi"},
-        used={"limits.cpu": "1", "limits.memory": "1Gi"},
-        hard={"limits.cpu": "4", "limits.memory": "4Gi"},
+        requested={"limits.cpu": "500m"},
+        used={"limits.cpu": "600m"},
+        hard={"limits.cpu": "1"},
     )
-    objects = quota_refusal(
-        'pods "new" is forbidden: exceeded quota: objects, requested: count/pods=1, '
-        "used: count/pods=2, limited: count/pods=2"
-    )
-    assert objects is not None
-    assert (objects.quota, objects.used, objects.hard) == (
-        "objects",
-        {"count/pods": "2"},
-        {"count/pods": "2"},
-    )
-    assert limit_range_violations(EXCEEDED) is None
+    assert limit_range is None
+    must_specify, _ = refused_by(RefusalFacts(quota=QuotaFacts(name="compute")))
+    assert must_specify == ev.QuotaRefusal(quota="compute")
 
 
-def test_must_specify_names_the_quota_only() -> None:
-    refusal = quota_refusal(
-        'pods "new" is forbidden: failed quota: compute: must specify limits.cpu for: app'
+def test_limit_range_facts_become_the_events_bounds_in_order() -> None:
+    refusal = RefusalFacts(
+        limit_range=[
+            LimitRangeFacts(
+                resource="cpu",
+                per="Container",
+                bound="maximum",
+                enforced=Quantity("1"),
+                field="limit",
+                actual="2",
+            ),
+            LimitRangeFacts(
+                resource="cpu", per="Pod", bound="maxLimitRequestRatio", enforced=Quantity("2")
+            ),
+        ]
     )
-    assert refusal == ev.QuotaRefusal(quota="compute")
+    quota, limit_range = refused_by(refusal)
+    assert quota is None
+    assert limit_range == [
+        ev.LimitRangeViolation(
+            resource="cpu",
+            per="Container",
+            bound="maximum",
+            enforced="1",
+            field="limit",
+            actual="2",
+        ),
+        ev.LimitRangeViolation(
+            resource="cpu", per="Pod", bound="maxLimitRequestRatio", enforced="2"
+        ),
+    ]
+
+
+def test_no_facts_map_to_none() -> None:
+    assert refused_by(None) == (None, None)
+    assert refused_by(RefusalFacts()) == (None, None)
+
+
+def _client(response: dict[str, Any]) -> AdmissionClient:
+    """An AdmissionClient whose webhook answers every review with `response`."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        uid = json.loads(request.content)["request"]["uid"]
+        review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}
+        return httpx.Response(200, json={**review, "response": {"uid": uid, **response}})
+
+    client = AdmissionClient("http://quota")
+    client._client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+    return client
+
+
+DENIAL = {"allowed": False, "status": {"status": "Failure", "code": 403, "message": MESSAGE}}
 
 
 @pytest.mark.parametrize(
-    ("message", "violations"),
+    ("reply", "refusal"),
     [
-        (
-            'pods "web" is forbidden: maximum cpu usage per Container is 1, but limit is 2',
-            [("cpu", "Container", "maximum", "1", "limit", "2")],
-        ),
-        (
-            'pods "web" is forbidden: minimum cpu usage per Container is 50m, but request is 20m',
-            [("cpu", "Container", "minimum", "50m", "request", "20m")],
-        ),
-        (
-            'pods "web" is forbidden: [maximum cpu usage per Container is 1, but limit is 2, '
-            "maximum memory usage per Container is 1Gi, but limit is 2Gi]",
-            [
-                ("cpu", "Container", "maximum", "1", "limit", "2"),
-                ("memory", "Container", "maximum", "1Gi", "limit", "2Gi"),
-            ],
-        ),
-        (
-            "maximum memory usage per Pod is 1Gi.  No limit is specified",
-            [("memory", "Pod", "maximum", "1Gi", None, None)],
-        ),
-        (
-            "cpu max limit to request ratio per Container is 2, but provided ratio is 4.000000",
-            [("cpu", "Container", "maxLimitRequestRatio", "2", "ratio", "4.000000")],
-        ),
-        (
-            "cpu max limit to request ratio per Container is 2, but no request is specified or "
-            "request is 0",
-            [("cpu", "Container", "maxLimitRequestRatio", "2", None, None)],
-        ),
+        ({**DENIAL, "refusal": QUOTA_REPLY}, RefusalFacts.model_validate(QUOTA_REPLY)),
+        # A webhook that predates `refusal`: still a denial, with no facts (never parsed out
+        # of the message).
+        (DENIAL, None),
     ],
+    ids=["with-facts", "old-style"],
 )
-def test_limit_range_violations(
-    message: str, violations: list[tuple[str, str, str, str, str | None, str | None]]
+async def test_a_denial_carries_the_replys_facts_and_the_same_status(
+    reply: dict[str, Any], refusal: RefusalFacts | None
 ) -> None:
-    found = limit_range_violations(message)
-    assert found is not None
-    assert [(v.resource, v.per, v.bound, v.enforced, v.field, v.actual) for v in found] == (
-        violations
-    )
-    assert quota_refusal(message) is None
+    pod = factories.pod("team-a", "web")
+    with pytest.raises(AdmissionDenied) as denied:
+        await _client(reply).admit_pod("UPDATE", pod, pod, "resize")
+    assert denied.value.refusal == refusal
+    assert denied.value.status.to_k8s() == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": MESSAGE,
+        "reason": "Forbidden",
+        "details": {"name": "web", "kind": "pods"},
+        "code": 403,
+    }
 
 
-def test_other_refusals_carry_nothing() -> None:
-    message = 'pods "web" is forbidden: User "bob" cannot patch resource "pods/resize"'
-    assert quota_refusal(message) is None and limit_range_violations(message) is None
+async def test_malformed_facts_are_a_failed_webhook_call() -> None:
+    # Validated at the boundary like the rest of the reply: failurePolicy Fail, never a guess.
+    bad = {**DENIAL, "refusal": {"quota": {"name": "compute", "used": {"cpu": "lots"}}}}
+    pod = factories.pod("team-a", "web")
+    with pytest.raises(errors.ApiError) as failed:
+        await _client(bad).admit_pod("UPDATE", pod, pod, "resize")
+    assert not isinstance(failed.value, AdmissionDenied) and failed.value.code == 500
+    assert 'failed calling webhook "quota.inplace.io"' in str(failed.value)

@@ -379,10 +379,98 @@ def test_create_denial_is_forbidden_with_the_pod_name() -> None:
     outcome = admit(
         [], [BOUNDS], [], "CREATE", None, one({"cpu": "500m"}, {"cpu": "2", "memory": "2Gi"})
     )
-    assert outcome == Denied(
+    assert isinstance(outcome, Denied)
+    assert (outcome.message, outcome.name) == (
         'pods "web" is forbidden: [maximum cpu usage per Container is 1, but limit is 2, '
         "maximum memory usage per Container is 1Gi, but limit is 2Gi]",
-        name="web",
+        "web",
+    )
+
+
+# --- the facts of a refusal, as data --------------------------------------------------------------
+
+CPU_RATIO = limit_range("ratio", {"type": "Container", "maxLimitRequestRatio": {"cpu": "2"}})
+Fact = tuple[str, str, str, str, str | None, str | None]  # resource per bound enforced field actual
+FACTS_CASES: list[tuple[str, list[LimitRange], Pod, list[Fact]]] = [
+    (
+        "max-limit",
+        [BOUNDS],
+        one({"cpu": "500m"}, {"cpu": "2", "memory": "256Mi"}),
+        [("cpu", "Container", "maximum", "1", "limit", "2")],
+    ),
+    (
+        "min-request",
+        [BOUNDS],
+        one({"cpu": "20m"}, {"cpu": "500m"}),
+        [("cpu", "Container", "minimum", "50m", "request", "20m")],
+    ),
+    (
+        "pod-max-without-limit",
+        [limit_range("pod-max", {"type": "Pod", "max": {"memory": "1Gi"}})],
+        one({"memory": "128Mi"}, None),
+        [("memory", "Pod", "maximum", "1Gi", None, None)],
+    ),
+    (
+        "init-container-bound",
+        [BOUNDS],
+        mkpod([ctr("app")], init=[ctr("setup", {"memory": "32Mi"}, {"memory": "128Mi"})]),
+        [("memory", "Container", "minimum", "64Mi", "request", "32Mi")],
+    ),
+    (
+        "pod-min-without-request",
+        [limit_range("pod-min", {"type": "Pod", "min": {"memory": "64Mi"}})],
+        one({"cpu": "100m"}, None),
+        [("memory", "Pod", "minimum", "64Mi", None, None)],
+    ),
+    (
+        "ratio",
+        [CPU_RATIO],
+        one({"cpu": "100m"}, {"cpu": "400m"}),
+        [("cpu", "Container", "maxLimitRequestRatio", "2", "ratio", "4.000000")],
+    ),
+    (
+        "ratio-request-zero",
+        [CPU_RATIO],
+        one({"cpu": "0"}, {"cpu": "400m"}),
+        [("cpu", "Container", "maxLimitRequestRatio", "2", None, None)],
+    ),
+    (
+        "two-bounds-in-message-order",
+        [BOUNDS],
+        one({"cpu": "500m"}, {"cpu": "2", "memory": "2Gi"}),
+        [
+            ("cpu", "Container", "maximum", "1", "limit", "2"),
+            ("memory", "Container", "maximum", "1Gi", "limit", "2Gi"),
+        ],
+    ),
+    (
+        "same-words-told-once",
+        [BOUNDS],
+        mkpod([ctr("a", {"cpu": "1"}, {"cpu": "2"}), ctr("b", {"cpu": "1"}, {"cpu": "2"})]),
+        [("cpu", "Container", "maximum", "1", "limit", "2")],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("ranges", "pod", "expected"),
+    [case[1:] for case in FACTS_CASES],
+    ids=[case[0] for case in FACTS_CASES],
+)
+def test_denial_facts_say_what_the_message_says(
+    ranges: list[LimitRange], pod: Pod, expected: list[Fact]
+) -> None:
+    outcome = admit([], ranges, [], "CREATE", None, pod)
+    assert isinstance(outcome, Denied)
+    facts = outcome.facts()
+    assert facts is not None and facts.quota is None and facts.limit_range is not None
+    assert [
+        (f.resource, f.per, f.bound, str(f.enforced), f.field, f.actual) for f in facts.limit_range
+    ] == expected
+    # One violation per phrase of the message, in its order.
+    words = [v.message for v in outcome.limit_range]
+    assert outcome.message == 'pods "web" is forbidden: ' + (
+        words[0] if len(words) == 1 else "[" + ", ".join(words) + "]"
     )
 
 

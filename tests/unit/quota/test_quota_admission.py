@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from schemas.admission import QuotaFacts
 from schemas.k8s import Pod, ResourceList, ResourceQuota, Status, StatusDetails
 from schemas.quantity import Quantity
 from services.quota.admission import Allowed, Denied, Operation, admit
@@ -613,6 +614,10 @@ def test_quota_admission(
         assert isinstance(outcome, Denied)
         assert outcome.message == denial
         assert (outcome.code, outcome.reason) == (403, "Forbidden")
+        # Every quota refusal carries its quota as data too, the one its message names.
+        facts = outcome.facts()
+        assert facts is not None and facts.quota is not None and facts.limit_range is None
+        assert f" quota: {facts.quota.name}" in denial
 
 
 def test_denied_is_a_kubernetes_status() -> None:
@@ -650,3 +655,46 @@ def test_second_of_two_resizes_sees_the_first() -> None:
         'pods "b" is forbidden: exceeded quota: tight, requested: requests.cpu=700m, '
         "used: requests.cpu=1700m, limited: requests.cpu=2"
     )
+    facts = second.facts()
+    assert facts is not None
+    assert facts.to_k8s() == {
+        "quota": {
+            "name": "tight",
+            "requested": {"requests.cpu": "700m"},
+            "used": {"requests.cpu": "1700m"},
+            "hard": {"requests.cpu": "2"},
+        }
+    }
+
+
+def test_exceeded_quota_facts_are_the_exceeded_resources_only() -> None:
+    # memory fits, cpu does not: the message and the facts name cpu alone.
+    outcome = admit(
+        [COMPUTE],
+        [],
+        [WEB, API],
+        "CREATE",
+        None,
+        new("new", {"cpu": "1", "memory": "128Mi"}, {"cpu": "1", "memory": "128Mi"}),
+    )
+    assert isinstance(outcome, Denied) and outcome.facts() is not None
+    assert outcome.message == (
+        'pods "new" is forbidden: exceeded quota: compute, requested: requests.cpu=1, '
+        "used: requests.cpu=1500m, limited: requests.cpu=2"
+    )
+    assert outcome.facts().to_k8s() == {  # type: ignore[union-attr]
+        "quota": {
+            "name": "compute",
+            "requested": {"requests.cpu": "1"},
+            "used": {"requests.cpu": "1500m"},
+            "hard": {"requests.cpu": "2"},
+        }
+    }
+
+
+def test_must_specify_facts_name_the_quota_only() -> None:
+    outcome = admit([COMPUTE], [], [], "CREATE", None, new("new", {"cpu": "1"}, None))
+    assert isinstance(outcome, Denied) and "failed quota: compute: must specify" in outcome.message
+    facts = outcome.facts()
+    assert facts is not None and facts.limit_range is None
+    assert facts.quota == QuotaFacts(name="compute")
