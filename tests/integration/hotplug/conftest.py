@@ -10,19 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from inplace.core.bus.consumer import LogReader
 from inplace.core.settings import Settings
-from schemas.envelope import Envelope, EventPayload
-from tests.integration.conftest import RoleProcess
-
-
-async def read_log(settings: Settings, *topics: str) -> list[Envelope]:
-    async with LogReader(settings.kafka_bootstrap) as reader:
-        tps = await reader.partitions([settings.topic(t) for t in topics])
-        out: list[tuple[Any, Envelope]] = []
-        async for batch in reader.read({}, await reader.end_offsets(tps)):
-            out.extend((r.position, r.envelope) for r in batch.records)
-    return [env for _, env in out]
+from schemas.envelope import EventPayload
+from tests.integration.conftest import RoleProcess, read_log
 
 
 async def payloads_of(

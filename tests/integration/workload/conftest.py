@@ -13,9 +13,7 @@ from typing import Any, TypeVar
 import pytest
 from kubernetes import client
 
-from inplace.core.bus.consumer import LogReader
 from inplace.core.settings import Settings
-from schemas.envelope import Envelope
 from tests.integration.conftest import RoleProcess
 
 GROUP, VERSION, PLURAL = "apps.inplace.dev", "v1alpha1", "clonesets"
@@ -119,15 +117,6 @@ def cpu_patch(cpu: str) -> dict[str, Any]:
             }
         }
     }
-
-
-async def read_log(settings: Settings, *topics: str) -> list[Envelope]:
-    async with LogReader(settings.kafka_bootstrap) as reader:
-        tps = await reader.partitions([settings.topic(t) for t in topics])
-        out: list[Envelope] = []
-        async for batch in reader.read({}, await reader.end_offsets(tps)):
-            out.extend(r.envelope for r in batch.records)
-    return out
 
 
 def cpu_of(pod: Any) -> str:

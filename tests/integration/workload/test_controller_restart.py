@@ -8,14 +8,13 @@ from typing import Any
 import pytest
 
 from schemas.events import PODS
-from tests.integration.conftest import RoleProcess, wait_caught_up
+from tests.integration.conftest import RoleProcess, read_log, wait_caught_up
 from tests.integration.workload.conftest import (
     Cluster,
     clone_set,
     cpu_of,
     cpu_patch,
     eventually,
-    read_log,
     running,
 )
 from tests.integration.workload.logcheck import proposals_per_pod_and_target

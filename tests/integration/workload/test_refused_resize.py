@@ -14,14 +14,13 @@ import pytest
 
 from inplace.core.settings import Settings
 from schemas import events as ev
-from tests.integration.conftest import RoleProcess
+from tests.integration.conftest import RoleProcess, read_log
 from tests.integration.workload.conftest import (
     Cluster,
     clone_set,
     cpu_of,
     cpu_patch,
     eventually,
-    read_log,
     running,
 )
 
