@@ -11,6 +11,7 @@ supersedes another and every resize has a result of its own.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
@@ -34,6 +35,11 @@ TRANSIENT = (500, 502, 503, 504)
 
 class SetupError(RuntimeError):
     """The workload could not be created; the message is one line."""
+
+
+class Landed(Exception):
+    """A write whose answer was lost is already on the log: sending it again would repeat it
+    (a retried resize would set an older desired state over a newer one)."""
 
 
 @dataclass
@@ -124,13 +130,19 @@ async def request(
     *,
     stats: DriverStats | None = None,
     patience: float = 60.0,
+    landed: Callable[[], bool] | None = None,
     **kwargs: Any,
 ) -> httpx.Response:
     """One API call, retried with back-off on connection errors and 5xx (a role restarting)
-    for up to `patience` seconds; any other answer is returned as is."""
+    for up to `patience` seconds; any other answer is returned as is. `landed`: whether the
+    write is already on the log, asked before each retry (Landed when it is)."""
     deadline = time.monotonic() + patience
     delay = 0.05
+    retry = False
     while True:
+        if retry and landed is not None and landed():
+            raise Landed(f"{method} {url}")
+        retry = True
         try:
             response = await client.request(method, url, **kwargs)
             if response.status_code not in TRANSIENT:
@@ -224,7 +236,9 @@ class Driver:
         uids: dict[str, str] | None = None,
         batch: int = 500,
         patience: float = 60.0,
+        landed: Callable[[str], bool] = lambda cid: False,
     ) -> None:
+        """`landed(cid)`: whether the log has the resize `cid` (the tracker saw it)."""
         if mode == "api" and client is None:
             raise ValueError("api mode needs an HTTP client")
         if mode == "log" and (producer is None or uids is None):
@@ -239,6 +253,7 @@ class Driver:
         self.uids = uids or {}
         self.batch = batch if not rate else max(1, min(batch, int(rate * 0.05)))
         self.patience = patience
+        self.landed = landed
         self.stats = DriverStats()
         self._done = asyncio.Event()
 
@@ -292,7 +307,11 @@ class Driver:
                     patience=self.patience,
                     json=resize.patch(),
                     headers={"content-type": SMP, "x-correlation-id": cid},
+                    landed=functools.partial(self.landed, cid),
                 )
+            except Landed:  # the apiserver wrote it, then died before it answered
+                self.stats.sent += 1
+                self.stats.confirmed.add(cid)
             except httpx.TransportError as exc:
                 self.stats.error(str(exc).split(": ", 1)[-1])
                 self.chains.abandon(cid)

@@ -227,6 +227,7 @@ class LoadRun:
             client=client,
             producer=producer,
             uids=uids,
+            landed=self.tracker.has_proposal,
         )
         driver.stats = self.stats
         self.cpu_start = self._cpu()

@@ -226,6 +226,11 @@ class Tracker:
 
     # --- results ------------------------------------------------------------------------------
 
+    def has_proposal(self, cid: str) -> bool:
+        """Whether the ResizeProposed of `cid` is on the log (seen by this tracker)."""
+        trace = self.traces.get(cid)
+        return trace is not None and "proposed" in trace.times
+
     def proposed(self) -> list[Trace]:
         return [t for t in self.traces.values() if "proposed" in t.times]
 
