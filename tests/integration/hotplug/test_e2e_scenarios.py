@@ -27,8 +27,8 @@ from schemas import events as ev
 from schemas.envelope import Envelope
 from services.kubelet.kubelet import SIMULATED, Kubelet
 from services.kubelet.runtime_fake import Call, FakeRuntime
-from tests.integration.conftest import RoleProcess, call, inplace, until
-from tests.integration.hotplug.conftest import post_when_known, read_log
+from tests.integration.conftest import RoleProcess, call, inplace, read_log, until
+from tests.integration.hotplug.conftest import post_when_known
 from tests.integration.kubelet.conftest import running_kubelet
 
 pytestmark = pytest.mark.integration

@@ -9,13 +9,13 @@ from inplace.core.bus.producer import EventProducer
 from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.quantity import Quantity
+from tests.integration.conftest import read_log
 from tests.integration.workload.conftest import (
     Cluster,
     clone_set,
     cpu_of,
     cpu_patch,
     eventually,
-    read_log,
     running,
 )
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from schemas.events import PODS
+from tests.integration.conftest import read_log
 from tests.integration.workload.conftest import (
     Cluster,
     clone_set,
     cpu_of,
     cpu_patch,
     eventually,
-    read_log,
     running,
 )
 from tests.integration.workload.logcheck import max_concurrent_resizes, proposals_per_pod_and_target

@@ -14,14 +14,13 @@ from urllib.parse import urlsplit
 import pytest
 
 from schemas import events as ev
-from tests.integration.conftest import RoleProcess
+from tests.integration.conftest import RoleProcess, read_log
 from tests.integration.workload.conftest import (
     Cluster,
     clone_set,
     cpu_of,
     cpu_patch,
     eventually,
-    read_log,
     running,
 )
 
