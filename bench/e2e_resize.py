@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import tempfile
 from pathlib import Path
 
-from inplace.cli.localcluster import LocalCluster
-from inplace.core.security.kubeconfig import load
-from inplace.core.settings import Settings
+from bench.cluster import throwaway_cluster
 from inplace.load.runner import LoadConfig, LoadResult, LoadRun
-from inplace.localinfra import free_port
 
 STAGES = ("request", "admit", "actuate", "clear", "end_to_end", "complete", "defer", "infeasible")
 
@@ -65,26 +61,16 @@ def main() -> None:
         "--insecure-http", action="store_true", help="plain HTTP, no authentication (as before)"
     )
     args = parser.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="inplace-bench-e2e-", dir="/tmp"))
-    home.chmod(0o755)  # the postgres OS user must reach its data directory
-    cluster = LocalCluster(
-        home,
-        kafka_port=free_port(),
-        postgres_port=free_port(),
-        say=print,
-        secure=not args.insecure_http,
-    )
-    try:
-        cluster.start()
-        settings = Settings(
-            kafka_bootstrap=cluster.broker.bootstrap_servers,
-            postgres_dsn=cluster.database.dsn("inplace"),
-        )
+    with throwaway_cluster(secure=not args.insecure_http, keep=args.keep) as (
+        cluster,
+        settings,
+        credentials,
+    ):
         config = LoadConfig(
             settings=settings,
             api=cluster.api_url,
             # TLS + the admin's client certificate, as a user of `inplace up` runs it.
-            credentials=load(cluster.credentials.admin_kubeconfig) if cluster.secure else None,
+            credentials=credentials,
             mode=args.mode,
             nodes=args.nodes,
             pods=args.pods,
@@ -96,12 +82,6 @@ def main() -> None:
             out=args.out,
         )
         print_result(asyncio.run(LoadRun(config).run()))
-    finally:
-        cluster.stop()
-        if args.keep:
-            print(f"cluster directory kept: {home}")
-        else:
-            shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__":
