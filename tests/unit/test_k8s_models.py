@@ -782,6 +782,19 @@ def test_time_wire_format(value: Any, wire: str) -> None:
     assert ObjectMeta.from_k8s(meta.to_k8s()) == meta
 
 
+def test_format_time_answers_each_instant_with_its_own_string() -> None:
+    from schemas.base import format_time
+
+    # format_time caches by the UTC instant: equal instants share a string, others never do.
+    first = datetime(2024, 1, 1, 0, 0, 0, 999999, tzinfo=UTC)
+    later = datetime(2024, 1, 1, 0, 0, 1, tzinfo=UTC)
+    same_instant = datetime(2024, 1, 1, 2, 0, 1, tzinfo=timezone(timedelta(hours=2)))
+    for _ in range(2):
+        assert format_time(first) == "2024-01-01T00:00:00Z"
+        assert format_time(later) == "2024-01-01T00:00:01Z"
+        assert format_time(same_instant) == "2024-01-01T00:00:01Z"
+
+
 def test_event_time_keeps_microseconds() -> None:
     event = Event.from_k8s({**EVENT, "eventTime": "2024-05-14T09:25:00.123456789+00:00"})
     assert event.to_k8s()["eventTime"] == "2024-05-14T09:25:00.123456Z"
