@@ -239,7 +239,9 @@ async def bench(
     credentials: Endpoint | None,
     settings: Settings,
     args: argparse.Namespace,
+    infra: dict[int, str],
 ) -> None:
+    """`infra`: the broker's and the database's pids → names, counted with the roles."""
     plan = make_plan(nodes=args.nodes, pods=args.pods, resizes=0, namespace=NAMESPACE)
     verify = credentials.ssl_context() if credentials else True
     headers = credentials.headers() if credentials else {}
@@ -256,7 +258,9 @@ async def bench(
         await watch.all_running([p.name for p in plan.pods], within=120)
         print(f"{args.nodes} nodes, {args.pods} pods Running in {time.monotonic() - t:.1f}s")
         profiler = _py_spy(settings, args.py_spy) if args.py_spy else None
-        before = cpu.snapshot(settings.kafka_bootstrap, settings.topic_prefix, time.monotonic())
+        before = cpu.snapshot(
+            settings.kafka_bootstrap, settings.topic_prefix, time.monotonic(), extra=infra
+        )
         events_before = watch.events
         try:
             results, wall = await closed_loop(
@@ -269,7 +273,9 @@ async def bench(
                 patience=args.patience,
             )
         finally:
-            after = cpu.snapshot(settings.kafka_bootstrap, settings.topic_prefix, time.monotonic())
+            after = cpu.snapshot(
+                settings.kafka_bootstrap, settings.topic_prefix, time.monotonic(), extra=infra
+            )
             if profiler is not None:
                 profiler.send_signal(signal.SIGINT)
                 profiler.wait(60)
@@ -351,7 +357,16 @@ def main() -> None:
     with throwaway_cluster(
         secure=not args.insecure_http, keep=args.keep, prefix="inplace-bench-loop-"
     ) as (cluster, settings, credentials):
-        asyncio.run(bench(cluster.api_url, credentials, settings, args))
+        infra = {cluster.broker.pid: "kafka", cluster.database.pid: "postgres"}
+        asyncio.run(
+            bench(
+                cluster.api_url,
+                credentials,
+                settings,
+                args,
+                {pid: name for pid, name in infra.items() if pid is not None},
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -33,14 +33,40 @@ class CpuSnapshot:
     by_pid: dict[int, tuple[str, float]]  # pid → (role, cpu seconds so far)
 
 
+def _children(pid: int, proc: Path) -> list[int]:
+    """Direct children of `pid` (PostgreSQL's backends are the postmaster's)."""
+    found: list[int] = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:  # field 4: the parent's pid
+            found.append(int(entry.name))
+    return found
+
+
 def snapshot(
-    bootstrap: str, topic_prefix: str, at: float, proc: Path = Path("/proc")
+    bootstrap: str,
+    topic_prefix: str,
+    at: float,
+    proc: Path = Path("/proc"),
+    extra: dict[int, str] | None = None,
 ) -> CpuSnapshot:
+    """`extra`: other processes to count, pid → name, each with its direct children (the
+    broker and the database share the cores with the roles: a benchmark counts them too)."""
     by_pid: dict[int, tuple[str, float]] = {}
     for role in find_roles(bootstrap, topic_prefix, proc=proc):
         seconds = _cpu_seconds(role.pid, proc)
         if seconds is not None:
             by_pid[role.pid] = (role.role, seconds)
+    for pid, name in (extra or {}).items():
+        for each in (pid, *_children(pid, proc)):
+            seconds = _cpu_seconds(each, proc)
+            if seconds is not None:
+                by_pid[each] = (name, seconds)
     by_pid[os.getpid()] = ("load (this process)", _cpu_seconds(os.getpid(), proc) or 0.0)
     return CpuSnapshot(at, by_pid)
 

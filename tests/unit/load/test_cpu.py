@@ -36,6 +36,28 @@ def test_snapshot_reads_this_clusters_roles_from_proc(tmp_path: Path) -> None:
     assert alive not in other.by_pid  # another cluster's roles are not counted
 
 
+def _fake_process(proc: Path, pid: int, parent: int, ticks: int) -> None:
+    (proc / str(pid)).mkdir(parents=True)
+    rest = ["S", str(parent)] + ["0"] * 9 + [str(ticks), "0"] + ["0"] * 5
+    (proc / str(pid) / "stat").write_text(f"{pid} (postgres) " + " ".join(rest))
+
+
+def test_snapshot_counts_extra_processes_with_their_children(tmp_path: Path) -> None:
+    _fake_process(tmp_path, 100, 1, ticks=TICK)  # the postmaster
+    _fake_process(tmp_path, 101, 100, ticks=TICK * 2)  # a backend
+    _fake_process(tmp_path, 102, 1, ticks=TICK * 4)  # someone else's
+    (tmp_path / str(os.getpid())).mkdir()
+    (tmp_path / str(os.getpid()) / "stat").write_text(
+        f"{os.getpid()} (pytest) R " + " ".join(["0"] * 22)
+    )
+    snap = cpu.snapshot("127.0.0.1:9", "", at=1.0, proc=tmp_path, extra={100: "postgres"})
+    assert snap.by_pid[100] == ("postgres", 1.0)
+    assert snap.by_pid[101] == ("postgres", 2.0)
+    assert 102 not in snap.by_pid
+    used = cpu.usage(CpuSnapshot(0.0, {}), snap, resizes=1)
+    assert used["postgres"]["cpu_s"] == 3.0
+
+
 def test_usage_is_per_role_per_settled_resize_and_survives_restarts() -> None:
     before = CpuSnapshot(10.0, {1: ("kubelet", 5.0), 2: ("apiserver", 1.0), 3: ("quota", 2.0)})
     # kubelet restarted as pid 4 (its old process is gone); apiserver went on; quota gone.
