@@ -59,7 +59,7 @@ class WatchEvent:
 
     type: WatchType
     resource_version: int
-    namespace: str | None
+    namespace: str | None  # the object's metadata.namespace
     raw: bytes
 
     @classmethod
@@ -129,6 +129,15 @@ class Collection:
 def locate(record: Record) -> tuple[str, Any]:
     """(collection, key) of the object an event changes (reducers.locate)."""
     return reducers.locate(record.envelope.payload)
+
+
+def _namespace_of(obj: Any) -> str | None:
+    """metadata.namespace, as the watch snapshot has it (a watch in a namespace matches by it)."""
+    if isinstance(obj, dict):
+        namespace: str | None = obj.get("metadata", {}).get("namespace")
+        return namespace
+    value: str | None = obj.metadata.namespace
+    return value
 
 
 def _rv_of(obj: Any) -> int:
@@ -331,8 +340,9 @@ class ReadModel:
         else:
             snapshot = as_json(after)
             kind = "ADDED" if before is None else "MODIFIED"
-        namespace = key[0] if isinstance(key, tuple) else None
-        self.collections[collection].publish(WatchEvent(kind, rv, namespace, snapshot))
+        self.collections[collection].publish(
+            WatchEvent(kind, rv, _namespace_of(after if after is not None else before), snapshot)
+        )
 
     async def not_older_than(self, collection: str, rv: int, within: float = 3.0) -> None:
         """Return once this model has applied the change `rv` of `collection` names: what

@@ -37,6 +37,11 @@ def test_watchable_model_publishes_every_change_of_every_collection() -> None:
         e.object["metadata"]["resourceVersion"] == str(e.resource_version) for e in deleted
     )
     assert all(isinstance(e.raw, bytes) for e in pods.window)  # no dicts for the GC to walk
+    # A watch in a namespace matches by the event's namespace, unparsed: it is the object's.
+    for collection in model.collections.values():
+        for e in collection.window:
+            assert e.namespace == e.object["metadata"].get("namespace")
+    assert any(e.namespace for e in pods.window)
 
 
 def test_catching_up_folds_everything_but_the_window_starts_when_ready() -> None:
