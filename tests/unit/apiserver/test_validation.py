@@ -1244,6 +1244,20 @@ def test_resize_view_takes_only_resources_and_resize_policy() -> None:
     }
 
 
+def test_resize_view_and_its_validation_leave_the_stored_pod_as_it_was() -> None:
+    # resize_view shares the stored pod's metadata and status instead of copying them: the
+    # resize path must never write into them (nor into the spec it copies).
+    old = make()
+    stored = old.to_k8s()
+    cpu = {"cpu": "300m"}
+    view = resize_view(old, patched(old, resources_patch(requests=cpu, limits=cpu)))
+    assert not validate_pod_resize(old, view)
+    assert old.to_k8s() == stored
+    view.spec.containers[0].resources.requests = {"cpu": Quantity("9")}
+    view.spec.node_name = "elsewhere"
+    assert old.to_k8s() == stored
+
+
 def test_resize_view_defaults_the_incoming_resources() -> None:
     old = make()
     incoming = patched(
