@@ -91,12 +91,24 @@ class RoleServer:
 
     def _listen(self) -> socket.socket:
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        # IPPROTO_TCP, not socket.create_server's protocol 0: asyncio turns Nagle's algorithm
+        # off (TCP_NODELAY) only on sockets that say they are TCP, and accepted connections
+        # inherit the listener's protocol. With Nagle on, a response written in two pieces
+        # (uvicorn writes the headers, then the body) waited for the client's delayed ACK:
+        # ~40 ms on every answer (PATCH …/resize p50 59 ms of which 43 after the handler).
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         try:
-            return socket.create_server((self.host, self.port), family=family)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:  # as socket.create_server: IPv6 only
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind((self.host, self.port))
+            sock.listen(socket.SOMAXCONN)
         except OSError as exc:
+            sock.close()
             raise RuntimeError(
                 f"{self.role}: cannot listen on {self.host}:{self.port}: {exc.strerror or exc}"
             ) from None
+        return sock
 
     async def _healthz(self, request: Request) -> Response:
         dead = [t.get_name() for t in self._tasks if t.done()]
