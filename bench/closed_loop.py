@@ -200,7 +200,7 @@ async def closed_loop(
                     "PATCH",
                     f"/api/v1/namespaces/{plan.namespace}/pods/{name}/resize",
                     json=_patch(text),
-                    headers=SMP,
+                    headers={**SMP, "x-correlation-id": f"closed-loop-{n}"},
                 )
             except httpx.HTTPError:
                 results.errors += 1
