@@ -34,6 +34,7 @@ from typing import Any
 import httpx
 
 from bench.cluster import throwaway_cluster
+from inplace.core.bus.consumer import LogReader
 from inplace.core.security.kubeconfig import Endpoint
 from inplace.core.settings import Settings
 from inplace.load import cpu
@@ -41,6 +42,7 @@ from inplace.load.chaos import find_roles
 from inplace.load.driver import setup
 from inplace.load.http import PooledClient
 from inplace.load.plan import CONTAINER, LoadPlan, make_plan
+from schemas import events as ev
 from schemas.quantity import Quantity
 
 NAMESPACE = "closed-loop"
@@ -149,6 +151,7 @@ async def _lines(response: httpx.Response) -> AsyncIterator[bytes]:
 
 @dataclass
 class Results:
+    sent_at: dict[str, float] = field(default_factory=dict)  # correlation id → time.time()
     patch_s: list[float] = field(default_factory=list)
     end_to_end_s: list[float] = field(default_factory=list)
     errors: int = 0
@@ -195,12 +198,15 @@ async def closed_loop(
             text = f"{target}m"
             done = watch.expect(name, Quantity(text))
             t0 = time.perf_counter()
+            cid = f"closed-loop-{n}"
+            if n >= warmup:
+                results.sent_at[cid] = time.time()
             try:
                 r = await client.request(
                     "PATCH",
                     f"/api/v1/namespaces/{plan.namespace}/pods/{name}/resize",
                     json=_patch(text),
-                    headers={**SMP, "x-correlation-id": f"closed-loop-{n}"},
+                    headers={**SMP, "x-correlation-id": cid},
                 )
             except httpx.HTTPError:
                 results.errors += 1
@@ -226,6 +232,24 @@ async def closed_loop(
 
     await asyncio.gather(*(one_client() for _ in range(clients)))
     return results, time.perf_counter() - measured_start[0]
+
+
+async def stages(settings: Settings, sent_at: dict[str, float]) -> None:
+    """Where the end-to-end time goes: for each event type on the pods topic, the median
+    time from the client's PATCH to the event's `time` (its writer's clock: one machine)."""
+    async with LogReader(settings.kafka_bootstrap, role="bench") as reader:
+        tps = await reader.partitions([settings.topic(ev.PODS)])
+        ends = await reader.end_offsets(tps)
+        after: dict[str, list[float]] = {}
+        async for batch in reader.read({}, ends):
+            for record in batch.records:
+                env = record.envelope
+                sent = sent_at.get(env.correlation_id)
+                if sent is not None:
+                    after.setdefault(env.type, []).append(env.time.timestamp() - sent)
+    print("after the PATCH was sent (median ms, per event type, by its writer's clock):")
+    for kind, values in sorted(after.items(), key=lambda kv: statistics.median(kv[1])):
+        print(f"  {kind:<24} {statistics.median(values) * 1000:7.1f}   n={len(values)}")
 
 
 def _pct(values: list[float], p: int) -> float:
@@ -307,6 +331,8 @@ async def bench(
         total += use["ms_per_resize"]
         print(f"  {role:<20} {use['ms_per_resize']:7.2f}   ({use['core_share']:.2f} of a core)")
     print(f"  {'all':<20} {total:7.2f}")
+    if args.stages:
+        await stages(settings, results.sent_at)
 
 
 def _py_spy(settings: Settings, out: str) -> subprocess.Popen[bytes]:
@@ -345,6 +371,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=300, help="resizes before measuring")
     parser.add_argument("--patience", type=float, default=30.0, help="seconds per resize")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's directory")
+    parser.add_argument(
+        "--stages", action="store_true", help="read the log after: when each event was written"
+    )
     parser.add_argument(
         "--py-spy", metavar="OUT", help="record the apiserver with py-spy (.svg, .json or .txt)"
     )
