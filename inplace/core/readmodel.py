@@ -201,7 +201,10 @@ class ReadModel:
         self.from_snapshot = False  # the state came from the projection, not offset 0
         # Work that must not interleave with applying batches (taking over nodes).
         self._jobs: deque[tuple[Callable[[], Awaitable[None]], asyncio.Future[None]]] = deque()
-        self.state = ClusterState(allocations={} if allocations else None)
+        # Records are decoded for this model alone: unless a listener sees them too
+        # (`on_apply`, which may keep them), the state keeps their payloads' objects instead
+        # of deep-copying each one (a few copies per resize in the apiserver).
+        self.state = ClusterState(allocations={} if allocations else None, adopt_payloads=True)
         self.watchable = window > 0
         self.collections = {n: Collection(n, deque(maxlen=window)) for n in COLLECTIONS}
         self.applied: dict[TopicPartition, int] = {}
@@ -234,6 +237,7 @@ class ReadModel:
             START_SOURCE.labels(self.role, "log").set(1)
             return {}
         self.state = found.state
+        self.state.adopt_payloads = not self._listeners
         self.from_snapshot = True
         self.applied.update(found.offsets)
         for collection in self.collections.values():
@@ -306,6 +310,7 @@ class ReadModel:
     def on_apply(self, listener: Callable[[Record], None]) -> None:
         """Call `listener` after each record is applied (e.g. to release a reservation)."""
         self._listeners.append(listener)
+        self.state.adopt_payloads = False  # the listener may keep the record: copy from it
 
     def _apply(self, record: Record) -> None:
         self._apply_record(record)

@@ -112,3 +112,19 @@ async def test_wait_for_wakes_each_writer_when_its_offset_is_applied() -> None:
     other.cancel()
     applied(10)  # the timed-out waiter is skipped, not resolved twice
     assert not model._waiters[tp]
+
+
+def test_payload_objects_are_kept_unless_a_listener_sees_the_records() -> None:
+    created = next(e for e in STREAM if e.type == "PodCreated")
+    key = (created.payload.namespace, created.payload.name)  # type: ignore[attr-defined]
+    alone = ReadModel(Settings(), role="test", window=0)
+    record = Record(Position(created.topic, 0, 0), created.model_copy(deep=True))
+    alone._apply(record)
+    assert alone.state.pods[key] is record.envelope.payload.pod  # type: ignore[attr-defined]
+    listened = ReadModel(Settings(), role="test", window=0)
+    kept: list[Record] = []
+    listened.on_apply(kept.append)
+    record = Record(Position(created.topic, 0, 0), created.model_copy(deep=True))
+    listened._apply(record)
+    assert listened.state.pods[key] is not record.envelope.payload.pod  # type: ignore[attr-defined]
+    assert listened.state.pods[key] == alone.state.pods[key]
