@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from inplace.core.readmodel import Collection, ReadModel, TooOld, WatchEvent
+from inplace.core.readmodel import Collection, ReadModel, TooOld, WatchEvent, as_json
 from schemas.kubeschema import gvk_definition
 from services.apiserver import errors, fieldvalidation
 from services.apiserver.apply import (
@@ -35,6 +35,12 @@ M = TypeVar("M", bound=BaseModel)
 
 def ok(body: dict[str, Any], code: int = 200) -> Response:
     return JSONResponse(body, status_code=code)
+
+
+def ok_model(obj: BaseModel, code: int = 200) -> Response:
+    """A typed object as its Kubernetes JSON, written by pydantic in one pass, as the watch
+    snapshots are: no intermediate dict for json.dumps (a third of the cost of answering)."""
+    return Response(as_json(obj), status_code=code, media_type="application/json")
 
 
 _JSON_BODIES = ("", "application/json", "*/*")

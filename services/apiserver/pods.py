@@ -25,10 +25,12 @@ from services.apiserver.http import (
     list_or_watch,
     not_older_than,
     ok,
+    ok_model,
     ok_object,
     parse_json,
     read_body,
     server_side_apply_request,
+    wants_table,
 )
 from services.apiserver.patching import PatchError, apply_patch
 from services.apiserver.refusals import refused_by
@@ -64,7 +66,7 @@ class PodHandlers:
             raise errors.not_found("Namespace", namespace)
 
     def _current(self, namespace: str, name: str) -> Response:
-        return ok(self._pod(namespace, name).to_k8s())
+        return ok_model(self._pod(namespace, name))
 
     @staticmethod
     def _correlation(request: Request) -> str | None:
@@ -116,13 +118,15 @@ class PodHandlers:
                 ev.PodCreated(namespace=namespace, name=name, uid=pod.metadata.uid or "", pod=pod),
                 self._correlation(request),
             )
-        return ok(self._pod(namespace, name).to_k8s(), 201)
+        return ok_model(self._pod(namespace, name), 201)
 
     # --- one pod ----------------------------------------------------------------------------
 
     async def get(self, request: Request) -> Response:
         await not_older_than(request, self.model, "pods")
         pod = self._pod(request.path_params["namespace"], request.path_params["name"])
+        if wants_table(request) is None:
+            return ok_model(pod)
         return ok_object(request, pod.to_k8s())
 
     async def delete(self, request: Request) -> Response:
