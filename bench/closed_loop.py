@@ -275,6 +275,15 @@ async def bench(
     ):
         t = time.monotonic()
         await setup(client, plan, NAMESPACE, concurrency=16)
+        if args.quota:  # every resize then goes through the quota role's admission webhook
+            quota = {
+                "metadata": {"name": "bench"},
+                "spec": {"hard": {"requests.cpu": "100000", "limits.cpu": "100000"}},
+            }
+            r = await client.request(
+                "POST", f"/api/v1/namespaces/{plan.namespace}/resourcequotas", json=quota
+            )
+            r.raise_for_status()
         watch = PodWatch(watching, plan.namespace)
         started = asyncio.Event()
         watch_task = asyncio.create_task(watch.run(started))
@@ -371,6 +380,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=300, help="resizes before measuring")
     parser.add_argument("--patience", type=float, default=30.0, help="seconds per resize")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's directory")
+    parser.add_argument(
+        "--quota", action="store_true", help="a ResourceQuota in the namespace (the webhook)"
+    )
     parser.add_argument(
         "--stages", action="store_true", help="read the log after: when each event was written"
     )
