@@ -42,3 +42,11 @@ def test_a_taken_port_is_a_one_line_error() -> None:
             server._listen()
     finally:
         taken.close()
+
+
+def test_roles_parse_http_with_httptools() -> None:
+    # A dependency, not an accident of the environment: uvicorn falls back to h11 (pure
+    # Python, ~12% more apiserver CPU per resize) without it.
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    assert AutoHTTPProtocol.__name__ == "HttpToolsProtocol"
