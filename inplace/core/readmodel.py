@@ -93,7 +93,10 @@ class Collection:
         self.window.append(event)
         self.last = event.resource_version
         for queue in list(self.subscribers):
-            if queue.full():  # a watcher that cannot keep up is closed; clients re-watch
+            # A watcher that cannot keep up is closed (clients re-watch). The last slot is kept
+            # for the None that says so: put into a full queue it was lost, and the watcher
+            # was left silent, missing every later change, until its timeout.
+            if queue.qsize() >= queue.maxsize - 1:
                 self.subscribers.discard(queue)
                 with contextlib.suppress(asyncio.QueueFull):
                     queue.put_nowait(None)

@@ -128,3 +128,18 @@ def test_payload_objects_are_kept_unless_a_listener_sees_the_records() -> None:
     listened._apply(record)
     assert listened.state.pods[key] is not record.envelope.payload.pod  # type: ignore[attr-defined]
     assert listened.state.pods[key] == alone.state.pods[key]
+
+
+def test_a_watcher_that_falls_behind_is_told_it_is_closed() -> None:
+    from collections import deque
+
+    from inplace.core.readmodel import Collection, WatchEvent
+
+    pods = Collection("pods", deque(maxlen=10))
+    queue = pods.subscribe(size=3)
+    events = [WatchEvent.of("MODIFIED", rv, "ns", {"metadata": {}}) for rv in range(1, 5)]
+    for event in events:
+        pods.publish(event)
+    got = [queue.get_nowait() for _ in range(queue.qsize())]
+    assert got == [events[0], events[1], None]  # then closed: the client re-watches
+    assert queue not in pods.subscribers
