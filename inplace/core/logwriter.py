@@ -37,3 +37,24 @@ class LogWriter:
         if position.topic in self.model.topics:  # a topic it follows (not e.g. k8s-events)
             await self.model.wait_for(position, within)
         return position
+
+    async def write_all(
+        self, payloads: list[EventPayload], *, cause: Envelope | None = None, within: float = 30.0
+    ) -> list[Position]:
+        """Write events decided together in one go, in order, and wait once: for the last of
+        them on each partition this model follows (a partition applies in order), instead of
+        a log round trip per event."""
+        sent = []
+        for payload in payloads:
+            envelope = Envelope.wrap(payload, producer=self.role, cause=cause)
+            node = node_of(payload, self.model.state.pods)
+            sent.append(await self.producer.send(envelope, node=node))
+            EVENTS_PRODUCED.labels(self.role, envelope.type).inc()
+        positions = [await future for future in sent]
+        last: dict[tuple[str, int], Position] = {}
+        for position in positions:
+            if position.topic in self.model.topics:
+                last[(position.topic, position.partition)] = position
+        for position in last.values():
+            await self.model.wait_for(position, within)
+        return positions

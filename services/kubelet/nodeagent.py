@@ -270,6 +270,11 @@ class NodeAgent:
         await self.writer.write(payload, cause=self.causes.get(key))
 
     async def _event(self, pod: Pod, reason: str, message: str, kind: EventType = "Normal") -> None:
+        await self._write(self._event_of(pod, reason, message, kind), pod_key(pod))
+
+    def _event_of(
+        self, pod: Pod, reason: str, message: str, kind: EventType
+    ) -> ev.KubeEventRecorded:
         meta = pod.metadata
         # Named `<pod>.<reason>`: a repeated reason aggregates on one Event (count grows).
         event = event_about(
@@ -283,7 +288,7 @@ class NodeAgent:
             instance=self.name,
             host=self.name,
         )
-        await self._write(ev.KubeEventRecorded(event=event), pod_key(pod))
+        return ev.KubeEventRecorded(event=event)
 
     @staticmethod
     def _ids(pod: Pod) -> dict[str, str]:
@@ -574,10 +579,11 @@ class NodeAgent:
             self._attempts.pop(key, None)
 
     async def _carry_out(self, key: str, pod: Pod, step: Step) -> None:
-        for payload in step.writes:
-            await self._write(payload, key)
-        for notice in step.notices:
-            await self._event(pod, notice.reason, notice.message, notice.type)
+        # One step's events were decided together: one write, one wait (Allocated and
+        # InProgress, or the cleared status and its Kubernetes Event).
+        events = [self._event_of(pod, n.reason, n.message, n.type) for n in step.notices]
+        if step.writes or events:
+            await self.writer.write_all([*step.writes, *events], cause=self.causes.get(key))
 
     def _book(self, key: str, pod: Pod, step: Step) -> None:
         """Metrics and the Deferred queue for one step (kubelet_* resize metrics, ResizeBook)."""

@@ -57,6 +57,12 @@ class Cluster:
         self.written.append(payload)
         self.apply(payload, producer="kubelet")
 
+    async def write_all(
+        self, payloads: list[EventPayload], *, cause: Envelope | None = None
+    ) -> None:
+        for payload in payloads:
+            await self.write(payload, cause=cause)
+
     def apply(self, payload: EventPayload, producer: str = "apiserver") -> None:
         env = Envelope.wrap(payload, producer=producer, time=T0 + timedelta(seconds=self._offset))
         self.state.apply(Record(Position(payload.TOPIC, 0, self._offset), env))
