@@ -52,9 +52,6 @@ class Settings(BaseSettings):
     # allowed on a loopback address only.
     pki_dir: str = Field(default="", description="credentials directory (inplace pki init)")
     insecure_http: bool = Field(default=False, description="plain HTTP on loopback, no auth")
-    quota_url: str = Field(
-        default="http://127.0.0.1:8081", description="quota admission endpoint for the apiserver"
-    )
     log_level: str = Field(default="INFO")
 
     def credentials_dir(self) -> Path | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.apiserver.limits import Limits
@@ -14,6 +14,13 @@ class ApiserverConfig(BaseSettings):
     start_from_projection: bool = Field(
         default=True,
         description="start from the projection in PostgreSQL and read only the log after it",
+    )
+    # The name every deployment already sets (compose, `inplace up`): the quota role's URL is
+    # the apiserver's own setting, not one every role reads.
+    quota_url: str = Field(
+        default="http://127.0.0.1:8081",
+        validation_alias=AliasChoices("INPLACE_QUOTA_URL", "INPLACE_APISERVER_QUOTA_URL"),
+        description="quota admission endpoint (empty: no quota webhook)",
     )
     policy_file: str = Field(default="", description="RBAC policy YAML; empty = the built-in one")
     audit_log: str = Field(default="", description="audit log file (JSON lines); '-' = stdout")

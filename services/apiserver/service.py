@@ -52,7 +52,7 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
     pki = settings.credentials_dir()
     credentials = existing_credentials(pki, ROLE) if pki else None
     admission = AdmissionClient(
-        settings.quota_url,
+        config.quota_url,
         applies=lambda ns: _has_policy(model, ns),
         # The webhook knows us by our client certificate (system:apiserver).
         tls=credentials.client_context("apiserver") if credentials else True,

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import typer.main
 import yaml
+from pydantic import AliasChoices
 from pydantic_settings import BaseSettings
 from typer.core import TyperGroup
 
@@ -174,6 +175,10 @@ def role_setting(env_var: str) -> tuple[type[BaseSettings], str] | None:
     (INPLACE_APISERVER_*, INPLACE_HOTPLUG_*, INPLACE_KUBELET_*, INPLACE_WORKLOAD_*) before the
     shared Settings."""
     for config in (ApiserverConfig, HotplugConfig, KubeletConfig, WorkloadConfig, Settings):
+        for name, info in config.model_fields.items():
+            alias = info.validation_alias
+            if isinstance(alias, AliasChoices) and env_var in alias.choices:
+                return config, name  # a setting read under a name without the role prefix
         prefix = config.model_config.get("env_prefix", "")
         field = env_var.removeprefix(prefix).lower()
         if env_var.startswith(prefix) and field in config.model_fields:
