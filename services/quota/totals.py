@@ -100,15 +100,14 @@ class UsageTotals:
             self._set(payload.namespace, payload.name, pod)
 
     def _set(self, namespace: str, name: str, pod: Pod | None) -> None:
-        charges = self.charges[namespace]
-        old = charges.get(name)
+        old = self.charge_of(namespace, name)
         new = None if pod is None else charge(pod)
+        if old is None and new is None:
+            return  # an event of a pod never seen: no entry made for its namespace
         if new is None:
-            charges.pop(name, None)
-            if old is None:
-                return
+            del self.charges[namespace][name]
         else:
-            charges[name] = new
+            self.charges[namespace][name] = new
         totals = moved(self.totals[namespace], old, new)
         if totals:
             self.totals[namespace] = totals
