@@ -357,6 +357,90 @@ def every_type_stream(pods: int = 60, nodes: int = 4, seed: int = 11) -> list[En
     return out
 
 
+def scoped_pod(
+    namespace: str,
+    name: str,
+    requests: dict[str, str] | None = None,
+    limits: dict[str, str] | None = None,
+    priority_class: str | None = None,
+) -> Pod:
+    """A one-container pod with exactly these requests and limits (none at all: BestEffort),
+    optionally naming a PriorityClass: the facts quota scopes select by."""
+    resources: dict[str, Any] = {}
+    if requests:
+        resources["requests"] = requests
+    if limits:
+        resources["limits"] = limits
+    spec: dict[str, Any] = {
+        "containers": [{"name": "app", "image": "nginx:1.27", "resources": resources}]
+    }
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return Pod.model_validate(
+        {
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}"},
+            "spec": spec,
+        }
+    )
+
+
+def scoped_pods_stream(namespace: str = "team-s", pods: int = 40, seed: int = 5) -> list[Envelope]:
+    """Pods of every kind a quota scope tells apart, in one namespace: BestEffort, Burstable
+    with requests only, Guaranteed, naming a PriorityClass or not, with hugepages and
+    ephemeral storage, memory spelt in binary and decimal; resized (some Infeasible), finished,
+    evicted and deleted in an interleaved order. No quota: usage is asked of any quota."""
+    rng = random.Random(seed)
+    out: list[Envelope] = []
+    flows: list[list[ev.PodEvent]] = []
+    for i in range(pods):
+        name, where = f"s-{i}", f"node-{i % 3}"
+        ids = {"namespace": namespace, "name": name, "uid": f"uid-{namespace}-{name}"}
+        cpu = f"{rng.randrange(1, 20) * 50}m"
+        memory = f"{rng.randrange(1, 8) * 64}{'Mi' if i % 5 else 'M'}"
+        kind = i % 4
+        requests: dict[str, str] | None = None
+        limits: dict[str, str] | None = None
+        if kind == 1:  # Burstable, requests only
+            requests = {"cpu": cpu, "ephemeral-storage": "1Gi"}
+        elif kind == 2:  # Guaranteed, with hugepages
+            requests = limits = {"cpu": cpu, "memory": memory, "hugepages-2Mi": "4Mi"}
+        elif kind == 3:  # Burstable
+            requests, limits = {"cpu": cpu}, {"cpu": "2", "memory": memory}
+        priority = "high" if i % 3 == 0 else None
+        flow: list[ev.PodEvent] = [
+            ev.PodCreated(
+                **ids, pod=scoped_pod(namespace, name, requests, limits, priority_class=priority)
+            )
+        ]
+        if kind in (1, 2, 3):
+            for _ in range(2):
+                want = f"{rng.randrange(1, 20) * 50}m"
+                proposed, *rest = resize_flow(namespace, name, where, want, memory)
+                if rng.random() < 0.3:  # Infeasible: only what was granted counts
+                    rest = [
+                        ev.ResizeStatusChanged(
+                            **ids, resize="Infeasible", reason="Infeasible", message="too big"
+                        )
+                    ]
+                flow += [proposed, *rest]
+        end = i % 6
+        if end == 1:
+            flow.append(ev.PodPhaseChanged(**ids, phase="Succeeded", reason="Completed"))
+        elif end == 2:
+            flow.append(ev.PodEvicted(**ids, node_name=where, reason="Evicted"))
+        elif end == 3:
+            flow.append(ev.PodDeleted(**ids))
+        flows.append(flow)
+    while any(flows):
+        flow = rng.choice([f for f in flows if f])
+        payload = flow.pop(0)
+        producer = (
+            "apiserver" if isinstance(payload, ev.ResizeProposed | ev.PodCreated) else "kubelet"
+        )
+        out.append(Envelope.wrap(payload, producer=producer))
+    return out
+
+
 def capacity_changed(name: str, cpu: str, memory: str) -> ev.NodeCapacityChanged:
     """`node(name)` resized to `cpu` and `memory` (capacity and allocatable alike)."""
     before = node(name).status

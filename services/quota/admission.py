@@ -12,8 +12,9 @@ current usage, floored at zero per resource; a shrink is never refused by quota.
 
 Deliberate choices, each against a race or nondeterminism in Kubernetes' own implementation:
 - `used` comes from the namespace's pods as given (their KEP-1287 usage), not from a quota's
-  `status.used`, which may lag the log; the caller serializes admissions per namespace so two
-  resizes cannot both pass a quota that fits only one.
+  `status.used`, which may lag the log; the caller counts the requests it admitted that are not
+  on the log yet, so two resizes cannot both pass a quota that fits only one. A caller that
+  keeps running totals gives `used` (a quota → its usage) instead of the pods.
 - LimitRanges and quotas are visited by name, and resources by name, where Kubernetes walks
   informer lists and Go maps in no fixed order (it decides which message a user sees).
 - The Pod-type LimitRange on a resize checks the desired totals (spec), as the Container type
@@ -27,7 +28,7 @@ prints, so the webhook can answer with both and nobody has to parse the message.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
@@ -61,6 +62,7 @@ __all__ = [
     "Denied",
     "LimitViolation",
     "Operation",
+    "QuotaUsage",
     "QuotaViolation",
     "admit",
     "apply_api_defaults",
@@ -69,10 +71,14 @@ __all__ = [
     "default_limit_range_item",
     "first_limit_range_violations",
     "limit_range_errors",
+    "pods_usage",
     "validate_limit_ranges",
 ]
 
 Operation = Literal["CREATE", "RESIZE"]
+# A quota's `used` for a decision (`usage.quota_used`: its matching hard resources, zero-filled)
+# over the namespace's pods with the admitted pod in its current state, not the requested one.
+QuotaUsage = Callable[[ResourceQuota], ResourceList]
 
 LIMIT_RANGER_ANNOTATION: Final = "kubernetes.io/limit-ranger"
 _MAX_MILLI_VALUE: Final = (2**63 - 1) // 1000  # resource.MaxMilliValue
@@ -185,12 +191,14 @@ def admit(
     new_pod: Pod,
     *,
     now: datetime | None = None,
+    used: QuotaUsage | None = None,
 ) -> Allowed | Denied:
     """Admit a pod create or resize in one namespace.
 
     `namespace_pods` are the namespace's pods as stored (the resized pod may be among them in
     its current state; it is counted as `old_pod`). `old_pod` is required for RESIZE.
     `now` lets quota stop charging pods stuck terminating past their grace period.
+    `used`, when given, is each quota's usage instead of a sum over `namespace_pods`.
     """
     ranges = sorted(limit_ranges, key=lambda lr: lr.metadata.name or "")
     pod = new_pod
@@ -202,7 +210,7 @@ def admit(
     if violations:
         message = _aggregate_message([v.message for v in violations])
         return _forbidden(pod, message, limit_range=violations)
-    exceeded = check_quotas(quotas, namespace_pods, operation, old_pod, pod, now=now)
+    exceeded = check_quotas(quotas, namespace_pods, operation, old_pod, pod, now=now, used=used)
     if exceeded is not None:
         return _forbidden(pod, exceeded.message, quota=exceeded)
     return Allowed(pod)
@@ -481,6 +489,17 @@ def _non_negative_delta(new: ResourceList, old: ResourceList) -> ResourceList:
     return {name: q for name, q in delta.items() if ZERO < q and name in new}
 
 
+def pods_usage(
+    namespace_pods: Iterable[Pod], old_pod: Pod | None, new_pod: Pod, now: datetime | None = None
+) -> QuotaUsage:
+    """QuotaUsage summed over `namespace_pods`, the admitted pod counted as `old_pod` (or not
+    at all on create): O(pods) per quota."""
+    key = (new_pod.metadata.namespace, new_pod.metadata.name)
+    others = [pod for pod in namespace_pods if (pod.metadata.namespace, pod.metadata.name) != key]
+    current = others if old_pod is None else [*others, old_pod]
+    return lambda quota: quota_used(quota, current, now)
+
+
 def check_quotas(
     quotas: Iterable[ResourceQuota],
     namespace_pods: Iterable[Pod],
@@ -489,16 +508,16 @@ def check_quotas(
     new_pod: Pod,
     *,
     now: datetime | None = None,
+    used: QuotaUsage | None = None,
 ) -> QuotaViolation | None:
     """ResourceQuota's CheckRequest for one pod: the first refusal, else None.
 
     For every quota whose hard resources a pod can consume and whose scopes select the pod:
     the "must specify" constraints, then used + requested ≤ hard for what the request adds
     ("exceeded quota: NAME, requested: …, used: …, limited: …", only the exceeded resources).
+    A quota's usage is `used(quota)` when given, else summed over `namespace_pods`.
     """
-    key = (new_pod.metadata.namespace, new_pod.metadata.name)
-    others = [pod for pod in namespace_pods if (pod.metadata.namespace, pod.metadata.name) != key]
-    current = others if old_pod is None else [*others, old_pod]
+    usage_of = used if used is not None else pods_usage(namespace_pods, old_pod, new_pod, now)
     interesting: list[tuple[ResourceQuota, ResourceList]] = []
     for quota in sorted(quotas, key=lambda q: q.metadata.name or ""):
         hard = quota_hard(quota)
@@ -520,12 +539,12 @@ def check_quotas(
         requested = _mask(delta, hard)
         if not requested:
             continue
-        used = quota_used(quota, current, now)
-        after = add(_mask(used, requested), requested)
+        quota_usage = usage_of(quota)
+        after = add(_mask(quota_usage, requested), requested)
         exceeded = sorted(name for name, q in after.items() if hard[name] < q)
         if exceeded:
             name = quota.metadata.name or ""
-            amounts = [_mask(of, exceeded) for of in (requested, used, hard)]
+            amounts = [_mask(of, exceeded) for of in (requested, quota_usage, hard)]
             message = (
                 f"exceeded quota: {name}, requested: {_pretty(amounts[0])}, "
                 f"used: {_pretty(amounts[1])}, limited: {_pretty(amounts[2])}"

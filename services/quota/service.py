@@ -17,6 +17,7 @@ from inplace.core.settings import Settings
 from schemas.events import PODS, POLICY
 from services.quota.reads import READS
 from services.quota.status import QuotaStatus
+from services.quota.totals import UsageTotals
 from services.quota.webhook import QuotaWebhook
 
 ROLE = "quota"
@@ -33,8 +34,9 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         settings.kafka_bootstrap, client_id=ROLE, topic_prefix=settings.topic_prefix
     )
     await producer.start()
-    webhook = QuotaWebhook(model)
-    status = QuotaStatus(model, producer)
+    totals = UsageTotals(model)  # one index of the pods' charges for both
+    webhook = QuotaWebhook(model, totals=totals)
+    status = QuotaStatus(model, producer, totals=totals)
     server = RoleServer(
         ROLE,
         settings,

@@ -6,7 +6,8 @@ namespace dirty (a pod created, resized, allocated, actuated, finished or delete
 created or updated). A dirty namespace is recomputed `debounce` seconds after it first became
 dirty, so a burst of events costs one computation and at most one ResourceQuotaUsageChanged per
 quota. Usage is `usage.quota_used`: per pod max(spec, status) per KEP-1287, so a resize counts as
-soon as it is proposed and a shrink frees quota only once the kubelet has applied it.
+soon as it is proposed and a shrink frees quota only once the kubelet has applied it; it is read
+from the namespace's running totals (`totals.UsageTotals`), not summed over its pods.
 
 Idempotent across restarts: the new value is compared with the `status.used` the log already
 holds (or with the value this process published and has not yet seen come back), never with a
@@ -30,8 +31,8 @@ from inplace.core.observability.metrics import EVENTS_PRODUCED
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.envelope import Envelope
-from schemas.k8s import Pod, ResourceList, ResourceQuota
-from services.quota.usage import quota_used
+from schemas.k8s import ResourceList, ResourceQuota
+from services.quota.totals import UsageTotals
 
 log = logging.getLogger(__name__)
 
@@ -74,12 +75,14 @@ class QuotaStatus:
         producer: EventProducer,
         *,
         debounce: float = DEBOUNCE_SECONDS,
+        totals: UsageTotals | None = None,
     ) -> None:
         self.model = model
         self.producer = producer
         self.debounce = debounce
-        # namespace → names of its pods / quotas, so a recomputation reads one namespace.
-        self._pods: defaultdict[str, set[str]] = defaultdict(set)
+        # Shared with the webhook in the role (one index); built here when not given.
+        self.totals = totals if totals is not None else UsageTotals(model)
+        # namespace → names of its quotas, so a recomputation reads one namespace.
         self._quotas: defaultdict[str, set[str]] = defaultdict(set)
         # namespace → when it is due (loop time), and the newest event that dirtied it.
         self._due: dict[str, float] = {}
@@ -90,9 +93,7 @@ class QuotaStatus:
         model.on_snapshot(self._seed)
 
     def _seed(self) -> None:
-        """Started from a snapshot: the indexes `_observe` keeps, from the objects."""
-        for namespace, name in self.model.objects("pods"):
-            self._pods[namespace].add(name)
+        """Started from a snapshot: the index `_observe` keeps, from the objects."""
         for namespace, name in self.model.objects("resourcequotas"):
             self._quotas[namespace].add(name)
 
@@ -102,11 +103,6 @@ class QuotaStatus:
         envelope = record.envelope
         payload = envelope.payload
         if isinstance(payload, ev.PodEvent):
-            names = self._pods[payload.namespace]
-            if self.model.get("pods", (payload.namespace, payload.name)) is None:
-                names.discard(payload.name)
-            else:
-                names.add(payload.name)
             if not isinstance(payload, _USAGE_NEUTRAL):
                 self._dirty(payload.namespace, envelope)
         elif isinstance(payload, ev.ResourceQuotaUsageChanged):
@@ -136,17 +132,12 @@ class QuotaStatus:
     def changed_usage(self, namespace: str) -> list[tuple[ResourceQuota, ResourceList]]:
         """The namespace's quotas whose computed usage differs from what the log says (or
         from what this process published last), with the computed usage."""
-        pods: list[Pod] = [
-            pod
-            for name in sorted(self._pods.get(namespace, ()))
-            if (pod := self.model.get("pods", (namespace, name))) is not None
-        ]
         result = []
         for name in sorted(self._quotas.get(namespace, ())):
             quota: ResourceQuota | None = self.model.get("resourcequotas", (namespace, name))
             if quota is None:
                 continue
-            used = quota_used(quota, pods)
+            used = self.totals.used(namespace, quota)
             flight = self._in_flight.get((namespace, name))
             known = flight.used if flight is not None else quota.status.used
             if not _same(used, known):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Final, NamedTuple
 
 from schemas.k8s import (
     RESOURCE_CPU,
@@ -42,6 +42,7 @@ __all__ = [
     "COUNT_PODS",
     "POD_RESOURCES",
     "VALIDATION_SET",
+    "ScopeFacts",
     "container_usage_names",
     "effective_limits",
     "effective_requests",
@@ -52,6 +53,8 @@ __all__ = [
     "pod_usage",
     "quota_hard",
     "quota_used",
+    "scope_facts",
+    "scopes_select",
 ]
 
 COUNT_PODS: Final = "count/pods"
@@ -189,23 +192,39 @@ def matching_resources(names: Iterable[str]) -> list[str]:
     )
 
 
-def matches_scopes(quota: ResourceQuota, pod: Pod) -> bool:
-    """Every scope of the quota selects the pod (podMatchesScopeFunc; no scopes match all).
+class ScopeFacts(NamedTuple):
+    """What quota scopes look at in a pod: all that decides whether a quota selects it."""
+
+    best_effort: bool  # QoS class BestEffort
+    priority_class: bool  # names a PriorityClass
+
+
+def scope_facts(pod: Pod) -> ScopeFacts:
+    return ScopeFacts(qos_class(pod) == "BestEffort", bool(pod.spec.priority_class_name))
+
+
+def scopes_select(scopes: Iterable[str] | None, facts: ScopeFacts) -> bool:
+    """Every scope selects a pod with these facts (podMatchesScopeFunc; no scopes select all).
 
     This API has no activeDeadlineSeconds and no pod affinity, so no pod is Terminating or
     uses cross-namespace affinity; a PriorityClass scope selects pods naming a class.
     """
-    for scope in quota.spec.scopes or []:
+    for scope in scopes or []:
         if scope == "NotTerminating":
             continue
-        if scope == "BestEffort" and qos_class(pod) == "BestEffort":
+        if scope == "BestEffort" and facts.best_effort:
             continue
-        if scope == "NotBestEffort" and qos_class(pod) != "BestEffort":
+        if scope == "NotBestEffort" and not facts.best_effort:
             continue
-        if scope == "PriorityClass" and pod.spec.priority_class_name:
+        if scope == "PriorityClass" and facts.priority_class:
             continue
         return False
     return True
+
+
+def matches_scopes(quota: ResourceQuota, pod: Pod) -> bool:
+    """Every scope of the quota selects the pod (`scopes_select` over its `scope_facts`)."""
+    return scopes_select(quota.spec.scopes, scope_facts(pod))
 
 
 def quota_used(

@@ -3,17 +3,20 @@
 Decisions are `admission.admit` over the namespace's pods, quotas and limit ranges as the log
 has them, plus the requests admitted but not yet in the log: two concurrent resizes in one
 namespace cannot both pass a quota that only fits one, because each admitted request is
-reserved (under a per-namespace lock) until its event arrives or the reservation expires.
+reserved until its event arrives or the reservation expires.
+
+A quota's usage is the namespace's running totals (`totals.UsageTotals`) with the pods that have
+a request in flight counted as that request, and the admitted pod as it is now: O(containers
+of those pods) per decision, where summing every pod of the namespace was O(pods).
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import jsonpatch
 from pydantic import ValidationError
@@ -24,8 +27,9 @@ from inplace.core.bus.consumer import Record
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.admission import AdmissionRequest, AdmissionResponse, AdmissionReview
-from schemas.k8s import Pod, Status
-from services.quota.admission import Allowed, admit
+from schemas.k8s import Pod, ResourceList, ResourceQuota, Status
+from services.quota.admission import Allowed, QuotaUsage, admit
+from services.quota.totals import Charge, UsageTotals, charge
 
 RESERVATION_TTL = 30.0  # seconds an admitted request may take to reach the log
 
@@ -34,45 +38,52 @@ RESERVATION_TTL = 30.0  # seconds an admitted request may take to reach the log
 class Reservation:
     pod: Pod
     expires: float
+    charge: Charge = field(init=False)  # what `pod` charges, computed once
+
+    def __post_init__(self) -> None:
+        self.charge = charge(self.pod)
 
 
 class QuotaWebhook:
-    def __init__(self, model: ReadModel, ttl: float = RESERVATION_TTL) -> None:
+    def __init__(
+        self, model: ReadModel, ttl: float = RESERVATION_TTL, totals: UsageTotals | None = None
+    ) -> None:
         self.model = model
         self.ttl = ttl
-        self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        # Shared with the status loop in the role (one index); built here when not given.
+        self.totals = totals if totals is not None else UsageTotals(model)
         self._reserved: defaultdict[str, dict[str, Reservation]] = defaultdict(dict)
-        # Pod names per namespace, so a decision reads its namespace, not the whole cluster.
-        self._names: defaultdict[str, set[str]] = defaultdict(set)
         model.on_apply(self._release)
-        model.on_snapshot(self._seed)
-
-    def _seed(self) -> None:
-        for namespace, name in self.model.objects("pods"):
-            self._names[namespace].add(name)
 
     def _release(self, record: Record) -> None:
         """The admitted write reached the log: the log now counts it; drop the reservation."""
         payload = record.envelope.payload
         if isinstance(payload, ev.PodCreated | ev.ResizeProposed | ev.PodDeleted):
-            self._reserved[payload.namespace].pop(payload.name, None)
-        if isinstance(payload, ev.PodCreated):
-            self._names[payload.namespace].add(payload.name)
+            reserved = self._reserved.get(payload.namespace)
+            if reserved is not None:
+                reserved.pop(payload.name, None)
 
-    def _namespace_pods(self, namespace: str) -> list[Pod]:
+    def _usage(self, namespace: str, name: str, old: Pod | None) -> QuotaUsage:
+        """What a quota of `namespace` counts when `name` is admitted: every pod as the log has
+        it, except that a pod with an unexpired reservation counts as its reserved request, and
+        the admitted pod counts as `old` (nothing on create). As the pods were summed before."""
         now = time.monotonic()
         reserved = self._reserved[namespace]
-        for name in [n for n, r in reserved.items() if r.expires < now]:
-            del reserved[name]
-        pods: dict[str, Pod] = {}
-        for name in list(self._names[namespace]):
-            pod = self.model.get("pods", (namespace, name))
-            if pod is None:  # deleted since
-                self._names[namespace].discard(name)
-            else:
-                pods[name] = pod
-        pods.update({name: r.pod for name, r in reserved.items()})
-        return list(pods.values())
+        for expired in [n for n, r in reserved.items() if r.expires < now]:
+            del reserved[expired]
+        without: list[Charge] = []
+        for replaced in {*reserved, name}:
+            logged = self.totals.charge_of(namespace, replaced)
+            if logged is not None:
+                without.append(logged)
+        plus = [r.charge for n, r in reserved.items() if n != name]
+        if old is not None:
+            plus.append(charge(old))
+
+        def used(quota: ResourceQuota) -> ResourceList:
+            return self.totals.used(namespace, quota, without=without, plus=plus)
+
+        return used
 
     async def handle(self, request: Request) -> Response:
         try:
@@ -101,39 +112,33 @@ class QuotaWebhook:
         pod = Pod.model_validate(req.object)
         old = Pod.model_validate(req.old_object) if req.old_object else None
         namespace = pod.metadata.namespace or req.namespace or "default"
-        async with self._locks[namespace]:
-            quotas = [
-                q
-                for (ns, _), q in sorted(self.model.objects("resourcequotas").items())
-                if ns == namespace
-            ]
-            ranges = [
-                r
-                for (ns, _), r in sorted(self.model.objects("limitranges").items())
-                if ns == namespace
-            ]
-            pods: list[Pod] = []
-            if quotas:  # only a quota counts the namespace's pods (LimitRange is per pod)
-                pods = [
-                    p
-                    for p in self._namespace_pods(namespace)
-                    if p.metadata.name != pod.metadata.name
-                ]
-                if old is not None:
-                    pods.append(old)
-            decision = admit(quotas, ranges, pods, operation, old, pod)  # type: ignore[arg-type]
-            if not isinstance(decision, Allowed):
-                # The facts ride beside the words (schemas.admission: `refusal`), so the
-                # apiserver records them on ResizeRefused without parsing the message.
-                return AdmissionResponse(
-                    uid=req.uid,
-                    allowed=False,
-                    status=decision.to_status(),
-                    refusal=decision.facts(),
-                )
-            self._reserved[namespace][pod.metadata.name or ""] = Reservation(
-                decision.pod, time.monotonic() + self.ttl
+        # No lock: from reading the usage to reserving the admitted request nothing below
+        # awaits, so on the one event loop no other admission and no batch of the log can come
+        # in between; concurrent requests are decided one after the other, each counting the
+        # reservations of those before it. (Any await added here needs a per-namespace lock.)
+        quotas = [
+            q
+            for (ns, _), q in sorted(self.model.objects("resourcequotas").items())
+            if ns == namespace
+        ]
+        ranges = [
+            r for (ns, _), r in sorted(self.model.objects("limitranges").items()) if ns == namespace
+        ]
+        name = pod.metadata.name or ""
+        used = self._usage(namespace, name, old) if quotas else None
+        decision = admit(quotas, ranges, (), operation, old, pod, used=used)  # type: ignore[arg-type]
+        if not isinstance(decision, Allowed):
+            # The facts ride beside the words (schemas.admission: `refusal`), so the
+            # apiserver records them on ResizeRefused without parsing the message.
+            return AdmissionResponse(
+                uid=req.uid,
+                allowed=False,
+                status=decision.to_status(),
+                refusal=decision.facts(),
             )
+        self._reserved[namespace][name] = Reservation(decision.pod, time.monotonic() + self.ttl)
+        if decision.pod is pod:  # a resize is admitted unchanged: nothing to patch
+            return AdmissionResponse(uid=req.uid, allowed=True)
         ops = jsonpatch.make_patch(pod.to_k8s(), decision.pod.to_k8s()).patch
         if not ops:
             return AdmissionResponse(uid=req.uid, allowed=True)

@@ -1,0 +1,153 @@
+"""Per-namespace running usage totals, so a quota decision does not re-sum every pod.
+
+Each pod's charge (`usage.pod_usage`, KEP-1287 max(spec, status)) is kept with the only facts
+any quota scope looks at (`usage.ScopeFacts`: BestEffort, names a PriorityClass), and the
+namespace's totals are kept per such group. When the read model applies a pod event the pod's
+old charge is taken out of its group and the new one put in (`moved`), so a quota's usage is
+the sum of at most four groups' totals: O(resources), not O(pods in the namespace).
+
+Usage is time-independent here (`now` is never given, as the webhook and the status loop never
+gave it), so a charge changes only when a pod event changes the pod.
+
+The values are exact (quantities are integers of nano-units). The printed form of a total is
+the format of its left operand, as in any Kubernetes quantity sum; it can differ from a fresh
+sum only when a namespace's pods spell one resource in different formats ("1Gi" and "1G"),
+where the fresh sum's form already depended on the order of a set of names.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from inplace.core.bus.consumer import Record
+from inplace.core.readmodel import ReadModel
+from schemas import events as ev
+from schemas.k8s import Pod, ResourceList, ResourceQuota
+from schemas.quantity import ZERO
+from services.quota.usage import (
+    ScopeFacts,
+    matching_resources,
+    pod_usage,
+    quota_hard,
+    scope_facts,
+    scopes_select,
+)
+
+__all__ = ["Charge", "UsageTotals", "charge", "moved"]
+
+
+@dataclass(frozen=True, slots=True)
+class Charge:
+    """What one pod adds to its namespace's usage, and the group its scope facts put it in."""
+
+    group: ScopeFacts
+    usage: ResourceList
+
+
+def charge(pod: Pod) -> Charge:
+    return Charge(scope_facts(pod), pod_usage(pod))
+
+
+def moved(
+    totals: Mapping[ScopeFacts, ResourceList], old: Charge | None, new: Charge | None
+) -> dict[ScopeFacts, ResourceList]:
+    """The incremental rule: `totals` with the `old` charge of a pod taken out and its `new`
+    one put in (None: the pod was not there / is gone). Pure; a resource whose total comes
+    back to zero is dropped (a fresh sum never has it unless a pod spells a zero), and so is a
+    group left empty, so the totals never keep a trace of a pod that is gone."""
+    result = dict(totals)
+    if old is not None:
+        group = dict(result.get(old.group, {}))
+        for name, quantity in old.usage.items():
+            left = group[name] - quantity
+            if left.is_zero():
+                del group[name]
+            else:
+                group[name] = left
+        if group:
+            result[old.group] = group
+        else:
+            result.pop(old.group, None)
+    if new is not None:
+        group = dict(result.get(new.group, {}))
+        for name, quantity in new.usage.items():
+            # As `schemas.resources.add`: a resource new to the total is taken as is.
+            group[name] = group[name] + quantity if name in group else quantity
+        result[new.group] = group
+    return result
+
+
+class UsageTotals:
+    """Every namespace's pods' charges and their totals, kept from the quota read model."""
+
+    def __init__(self, model: ReadModel) -> None:
+        self.model = model
+        self.charges: defaultdict[str, dict[str, Charge]] = defaultdict(dict)
+        self.totals: defaultdict[str, dict[ScopeFacts, ResourceList]] = defaultdict(dict)
+        model.on_apply(self._observe)
+        model.on_snapshot(self._seed)
+
+    def _seed(self) -> None:
+        for (namespace, name), pod in self.model.objects("pods").items():
+            self._set(namespace, name, pod)
+
+    def _observe(self, record: Record) -> None:
+        payload = record.envelope.payload
+        if isinstance(payload, ev.PodEvent):
+            pod = self.model.get("pods", (payload.namespace, payload.name))
+            self._set(payload.namespace, payload.name, pod)
+
+    def _set(self, namespace: str, name: str, pod: Pod | None) -> None:
+        old = self.charge_of(namespace, name)
+        new = None if pod is None else charge(pod)
+        if old is None and new is None:
+            return  # an event of a pod never seen: no entry made for its namespace
+        if new is None:
+            del self.charges[namespace][name]
+        else:
+            self.charges[namespace][name] = new
+        totals = moved(self.totals[namespace], old, new)
+        if totals:
+            self.totals[namespace] = totals
+        else:  # nothing left: no empty entry per namespace that once had a pod
+            self.totals.pop(namespace, None)
+            self.charges.pop(namespace, None)
+
+    def charge_of(self, namespace: str, name: str) -> Charge | None:
+        """The charge of a pod as the log has it (None: no such pod)."""
+        charges = self.charges.get(namespace)
+        return None if charges is None else charges.get(name)
+
+    def used(
+        self,
+        namespace: str,
+        quota: ResourceQuota,
+        *,
+        without: Iterable[Charge] = (),
+        plus: Iterable[Charge] = (),
+    ) -> ResourceList:
+        """`usage.quota_used` of `quota` over `namespace`'s pods as the log has them, less the
+        `without` charges and with the `plus` ones (each counted only where the quota's scopes
+        select it): the pods replaced by a request in flight, and those requests."""
+        scopes = quota.spec.scopes
+        names = matching_resources(quota_hard(quota))
+        sums: ResourceList = {}
+        for group, total in self.totals.get(namespace, {}).items():
+            if scopes_select(scopes, group):
+                for name in names:
+                    if name in total:  # as `add`: a first term is taken as is
+                        sums[name] = sums[name] + total[name] if name in sums else total[name]
+        for item in without:
+            if scopes_select(scopes, item.group):
+                for name in names:
+                    if name in item.usage:
+                        sums[name] = sums.get(name, ZERO) - item.usage[name]
+        for item in plus:
+            if scopes_select(scopes, item.group):
+                for name in names:
+                    if name in item.usage:
+                        q = item.usage[name]
+                        sums[name] = sums[name] + q if name in sums else q
+        return {name: sums.get(name, ZERO) for name in names}
