@@ -454,6 +454,13 @@ def capacity_changed(name: str, cpu: str, memory: str) -> ev.NodeCapacityChanged
     )
 
 
+def cpu_over_container_max() -> ev.LimitRangeViolation:
+    """A LimitRange refusal: a container's cpu limit 2 over the maximum 1."""
+    return ev.LimitRangeViolation(
+        resource="cpu", per="Container", bound="maximum", enforced="1", field="limit", actual="2"
+    )
+
+
 def assert_every_type_decided(
     reads: Collection[str], skips: Collection[str], topics: Collection[str], stream: list[Envelope]
 ) -> None:

@@ -94,16 +94,7 @@ def test_refused_and_unanswered_resizes() -> None:
     refused = ev.ResizeRefused(
         **IDS, code=403, reason="Forbidden", message="exceeded quota: q", quota=quota
     )
-    bounds = [
-        ev.LimitRangeViolation(
-            resource="cpu",
-            per="Container",
-            bound="maximum",
-            enforced="1",
-            field="limit",
-            actual="2",
-        )
-    ]
+    bounds = [factories.cpu_over_container_max()]
     too_big = ev.ResizeRefused(
         **IDS, code=403, reason="Forbidden", message="maximum cpu …", limit_range=bounds
     )

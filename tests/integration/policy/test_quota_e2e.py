@@ -20,6 +20,7 @@ from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import ResourceRequirements
 from schemas.quantity import Quantity
+from tests import factories
 from tests.integration.conftest import RoleProcess, inplace, metric, read_log, wait_caught_up
 
 NS = "team-a"
@@ -220,16 +221,7 @@ async def test_limit_range_defaults_on_create_and_max_blocks_a_resize(
     assert (await call(v1.read_namespaced_pod, "big", NS)).status.resize is None
     [logged] = await refused_on_log(settings, "big")
     assert logged.quota is None
-    assert logged.limit_range == [
-        ev.LimitRangeViolation(
-            resource="cpu",
-            per="Container",
-            bound="maximum",
-            enforced="1",
-            field="limit",
-            actual="2",
-        )
-    ]
+    assert logged.limit_range == [factories.cpu_over_container_max()]
     explained = json.loads(inplace(settings, "explain", f"{NS}/big", "-o", "json").stdout)
     [refused] = explained["resizes"]
     assert refused["steps"][0]["limit_range"] == [

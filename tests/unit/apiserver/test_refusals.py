@@ -63,14 +63,7 @@ def test_limit_range_facts_become_the_events_bounds_in_order() -> None:
     quota, limit_range = refused_by(refusal)
     assert quota is None
     assert limit_range == [
-        ev.LimitRangeViolation(
-            resource="cpu",
-            per="Container",
-            bound="maximum",
-            enforced="1",
-            field="limit",
-            actual="2",
-        ),
+        factories.cpu_over_container_max(),
         ev.LimitRangeViolation(
             resource="cpu", per="Pod", bound="maxLimitRequestRatio", enforced="2"
         ),
