@@ -6,7 +6,7 @@ own last write (read-your-writes) instead of deciding twice from a stale view.
 
 from __future__ import annotations
 
-from inplace.core.bus.nodeheader import node_of
+from inplace.core.bus.podheaders import pod_headers
 from inplace.core.bus.producer import EventProducer, Position
 from inplace.core.observability.metrics import EVENTS_PRODUCED
 from inplace.core.readmodel import ReadModel
@@ -31,8 +31,8 @@ class LogWriter:
         envelope = Envelope.wrap(
             payload, producer=self.role, cause=cause, correlation_id=correlation_id, user=user
         )
-        node = node_of(payload, self.model.state.pods)
-        position = await self.producer.publish(envelope, node=node)
+        headers = pod_headers(payload, self.model.state.pods)
+        position = await self.producer.publish(envelope, headers=headers)
         EVENTS_PRODUCED.labels(self.role, envelope.type).inc()
         if position.topic in self.model.topics:  # a topic it follows (not e.g. k8s-events)
             await self.model.wait_for(position, within)
@@ -47,8 +47,8 @@ class LogWriter:
         sent = []
         for payload in payloads:
             envelope = Envelope.wrap(payload, producer=self.role, cause=cause)
-            node = node_of(payload, self.model.state.pods)
-            sent.append(await self.producer.send(envelope, node=node))
+            headers = pod_headers(payload, self.model.state.pods)
+            sent.append(await self.producer.send(envelope, headers=headers))
             EVENTS_PRODUCED.labels(self.role, envelope.type).inc()
         positions = [await future for future in sent]
         last: dict[tuple[str, int], Position] = {}

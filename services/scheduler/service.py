@@ -24,7 +24,7 @@ from prometheus_client import Counter, Gauge
 
 from inplace.core.bus.consumer import Record
 from inplace.core.bus.headers import of_types
-from inplace.core.bus.nodeheader import node_of
+from inplace.core.bus.podheaders import pod_headers
 from inplace.core.bus.producer import EventProducer, Position
 from inplace.core.observability.metrics import EVENTS_PRODUCED
 from inplace.core.readmodel import ReadModel
@@ -322,8 +322,8 @@ class Scheduler:
     ) -> None:
         for payload in payloads:
             envelope = Envelope.wrap(payload, producer=ROLE, cause=cause)
-            node = node_of(payload, self.model.state.pods)
-            sends.append(await self.producer.send(envelope, node=node))
+            headers = pod_headers(payload, self.model.state.pods)
+            sends.append(await self.producer.send(envelope, headers=headers))
             EVENTS_PRODUCED.labels(ROLE, envelope.type).inc()
 
 

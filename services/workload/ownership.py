@@ -16,6 +16,12 @@ from schemas.workload import KIND
 NsName = tuple[str, str]
 
 
+def controlled(controller: str | None) -> bool:
+    """Whether a pod record's `controller` header (podheaders.py) may be a CloneSet's pod:
+    the kind, or no header at all (a writer that did not know: decoding is always safe)."""
+    return controller is None or controller == KIND
+
+
 def controller_uid(pod: Pod) -> str | None:
     """The uid of the CloneSet that controls `pod`, if one does."""
     for ref in pod.metadata.owner_references or []:

@@ -20,7 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from inplace.core.bus.consumer import Record
+from inplace.core.bus.consumer import RawRecord, Record
+from inplace.core.bus.headers import CONTROLLER_HEADER, header
 from inplace.core.projection.reducers import position_of
 from inplace.core.readmodel import ReadModel
 from inplace.core.security.kubeconfig import Endpoint, load
@@ -30,7 +31,7 @@ from schemas.events import PODS, WORKLOADS, PodEvent
 from schemas.workload import CloneSet
 from services.workload.client import ApiClient, Conflict, Refused, Unavailable
 from services.workload.config import WorkloadConfig
-from services.workload.ownership import OwnedPods
+from services.workload.ownership import OwnedPods, controlled
 from services.workload.planner import (
     Action,
     CreatePod,
@@ -92,10 +93,23 @@ class Controller:
 
     def _seed(self) -> None:
         """Started from a snapshot: which pods CloneSets own, from the pods themselves (the
-        revision history comes from `workloads`, which is always read from offset 0)."""
-        for key, pod in self.model.objects("pods").items():
-            self.owned.observe(key, pod)
+        revision history comes from `workloads`, which is always read from offset 0). Pods
+        no CloneSet controls are dropped: their records are skipped from here on (`accept`)."""
+        pods = self.model.objects("pods")
+        for key, pod in list(pods.items()):
+            if not self.owned.observe(key, pod):
+                del pods[key]
         self.wake.set()
+
+    def accept(self, raw: RawRecord) -> bool:
+        """Decode this record? Only pods a CloneSet controls, by the `controller` header
+        (podheaders.py), before parsing; a pod whose record is skipped is not held."""
+        if controlled(header(raw, CONTROLLER_HEADER)):
+            return True
+        if raw.key:
+            namespace, _, name = raw.key.decode().partition("/")
+            self.model.objects("pods").pop((namespace, name), None)
+        return False
 
     def _observe(self, record: Record) -> None:
         self.history.apply(record)
@@ -223,6 +237,7 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
     config = WorkloadConfig()
     client = ApiClient(_endpoint(config))
     controller = Controller(settings, model, client, config)
+    model.accept = controller.accept  # set before the model follows the log
     server = RoleServer(ROLE, settings, host=host, port=port, ready=model.ready.is_set)
     try:
         await server.run({"read-model": model.run, "controller": controller.run})

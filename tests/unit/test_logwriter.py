@@ -18,9 +18,9 @@ class Producer:
         self.sent: list[tuple[str, str | None]] = []
 
     async def send(
-        self, envelope: Envelope, *, node: str | None = None
+        self, envelope: Envelope, *, headers: dict[str, str] | None = None
     ) -> asyncio.Future[Position]:
-        self.sent.append((envelope.type, node))
+        self.sent.append((envelope.type, (headers or {}).get("node")))
         future: asyncio.Future[Position] = asyncio.get_running_loop().create_future()
         topic = envelope.payload.TOPIC
         future.set_result(Position(topic, 0, sum(1 for _ in self.sent)))

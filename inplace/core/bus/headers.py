@@ -12,7 +12,9 @@ from collections.abc import Callable, Collection
 from aiokafka.structs import ConsumerRecord
 
 TYPE_HEADER = "type"  # EventProducer.send writes it on every event
-NODE_HEADER = "node"  # on pod records whose writer knows the pod's node (nodeheader.py)
+# On pod records whose writer knows the pod (podheaders.py): its node, its controller's kind.
+NODE_HEADER = "node"
+CONTROLLER_HEADER = "controller"
 
 # Whether to decode a raw record, judged without parsing it.
 Accept = Callable[[ConsumerRecord], bool]  # type: ignore[type-arg]

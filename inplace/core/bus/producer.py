@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aiokafka import AIOKafkaProducer
 
 from inplace.core.bus.auth import aiokafka_options
-from inplace.core.bus.headers import NODE_HEADER, TYPE_HEADER
+from inplace.core.bus.headers import TYPE_HEADER
 from schemas.envelope import Envelope
 
 
@@ -68,23 +69,23 @@ class EventProducer:
     def topic(self, logical: str) -> str:
         return f"{self.topic_prefix}{logical}"
 
-    async def publish(self, envelope: Envelope, *, node: str | None = None) -> Position:
+    async def publish(
+        self, envelope: Envelope, *, headers: Mapping[str, str] | None = None
+    ) -> Position:
         """Write one event and wait until the broker has it."""
-        return await (await self.send(envelope, node=node))
+        return await (await self.send(envelope, headers=headers))
 
     async def send(
-        self, envelope: Envelope, *, node: str | None = None
+        self, envelope: Envelope, *, headers: Mapping[str, str] | None = None
     ) -> asyncio.Future[Position]:
-        """Queue one event (batched by linger_ms); await the result for its position. `node`:
-        the pod's node for the `node` header (nodeheader.py), when the writer knows it."""
-        headers = [(TYPE_HEADER, envelope.type.encode())]
-        if node is not None:
-            headers.append((NODE_HEADER, node.encode()))
+        """Queue one event (batched by linger_ms); await the result for its position. `headers`:
+        beside `type`, what lets readers skip the record unparsed (podheaders.py)."""
+        extra = [(name, value.encode()) for name, value in (headers or {}).items()]
         future = await self._producer.send(
             self.topic(envelope.topic),
             value=envelope.encode(),
             key=envelope.key.encode(),
-            headers=headers,
+            headers=[(TYPE_HEADER, envelope.type.encode()), *extra],
         )
         return asyncio.ensure_future(_position(future))
 

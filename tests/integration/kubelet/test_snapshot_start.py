@@ -78,12 +78,12 @@ async def test_kubelet_restarts_from_the_projection_and_reads_only_the_tail(
     snapshot = {k: v for k, v in (await projected_offsets(settings)).items() if k[0] in mine}
     history = sum(snapshot.values())
     # The `node` header, as the apiserver writes it for a bound pod.
-    await producer.publish(_proposed("web-1", "100m"), node="node-1")
+    await producer.publish(_proposed("web-1", "100m"), headers={"node": "node-1"})
     # A resize written before its writer saw the binding carries node "" and every process
     # decodes it; the pod's next record names its node, so the kubelet, serving no node yet
     # while it catches up, forgets the pod: taking node-0 over must bring the resize back.
     unbound = _proposed("web-3", "100m")
-    await producer.publish(unbound, node="")
+    await producer.publish(unbound, headers={"node": ""})
     await producer.publish(
         Envelope.wrap(
             ev.PodPhaseChanged(
@@ -91,7 +91,7 @@ async def test_kubelet_restarts_from_the_projection_and_reads_only_the_tail(
             ),
             producer="kubelet",
         ),
-        node="node-0",
+        headers={"node": "node-0"},
     )
 
     kubelet = RoleProcess("kubelet", settings, tmp_path / "kubelet.log", INPLACE_KUBELET_NODES="3")
