@@ -6,6 +6,8 @@ own last write (read-your-writes) instead of deciding twice from a stale view.
 
 from __future__ import annotations
 
+import asyncio
+
 from inplace.core.bus.podheaders import pod_headers
 from inplace.core.bus.producer import EventProducer, Position
 from inplace.core.observability.metrics import EVENTS_PRODUCED
@@ -31,9 +33,7 @@ class LogWriter:
         envelope = Envelope.wrap(
             payload, producer=self.role, cause=cause, correlation_id=correlation_id, user=user
         )
-        headers = pod_headers(payload, self.model.state.pods)
-        position = await self.producer.publish(envelope, headers=headers)
-        EVENTS_PRODUCED.labels(self.role, envelope.type).inc()
+        position = await (await self._send(envelope))
         if position.topic in self.model.topics:  # a topic it follows (not e.g. k8s-events)
             await self.model.wait_for(position, within)
         return position
@@ -44,12 +44,9 @@ class LogWriter:
         """Write events decided together in one go, in order, and wait once: for the last of
         them on each partition this model follows (a partition applies in order), instead of
         a log round trip per event."""
-        sent = []
-        for payload in payloads:
-            envelope = Envelope.wrap(payload, producer=self.role, cause=cause)
-            headers = pod_headers(payload, self.model.state.pods)
-            sent.append(await self.producer.send(envelope, headers=headers))
-            EVENTS_PRODUCED.labels(self.role, envelope.type).inc()
+        sent = [
+            await self._send(Envelope.wrap(p, producer=self.role, cause=cause)) for p in payloads
+        ]
         positions = [await future for future in sent]
         last: dict[tuple[str, int], Position] = {}
         for position in positions:
@@ -58,3 +55,10 @@ class LogWriter:
         for position in last.values():
             await self.model.wait_for(position, within)
         return positions
+
+    async def _send(self, envelope: Envelope) -> asyncio.Future[Position]:
+        """Queue one event with the headers readers skip by (podheaders.py), counted."""
+        headers = pod_headers(envelope.payload, self.model.state.pods)
+        future = await self.producer.send(envelope, headers=headers)
+        EVENTS_PRODUCED.labels(self.role, envelope.type).inc()
+        return future
