@@ -7,6 +7,7 @@ so a consumer either gets a valid `Envelope` or a `MalformedEvent` it can dead-l
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Literal, Union
 
@@ -73,6 +74,15 @@ class UserInfo(BaseModel):
     groups: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """What an event caused by another takes from it: its id and correlation id. A role that
+    answers later keeps this, not the envelope (a PodCreated's carries the whole pod)."""
+
+    id: uuid.UUID
+    correlation_id: str
+
+
 class Envelope(BaseModel):
     """id, type, schema version, key, time, producer, correlation and causation ids + payload."""
 
@@ -120,7 +130,7 @@ class Envelope(BaseModel):
         *,
         producer: str,
         correlation_id: str | None = None,
-        cause: Envelope | None = None,
+        cause: Envelope | Cause | None = None,
         time: datetime | None = None,
         user: UserInfo | None = None,
     ) -> Envelope:
@@ -142,6 +152,9 @@ class Envelope(BaseModel):
     @property
     def topic(self) -> str:
         return self.payload.TOPIC
+
+    def as_cause(self) -> Cause:
+        return Cause(self.id, self.correlation_id)
 
     def encode(self) -> bytes:
         return self.model_dump_json(by_alias=True, exclude_none=True).encode()

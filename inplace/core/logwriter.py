@@ -12,7 +12,7 @@ from inplace.core.bus.podheaders import pod_headers
 from inplace.core.bus.producer import EventProducer, Position
 from inplace.core.observability.metrics import EVENTS_PRODUCED
 from inplace.core.readmodel import ReadModel
-from schemas.envelope import Envelope, EventPayload, UserInfo
+from schemas.envelope import Cause, Envelope, EventPayload, UserInfo
 
 
 class LogWriter:
@@ -25,7 +25,7 @@ class LogWriter:
         self,
         payload: EventPayload,
         *,
-        cause: Envelope | None = None,
+        cause: Envelope | Cause | None = None,
         correlation_id: str | None = None,
         user: UserInfo | None = None,
         within: float = 30.0,
@@ -39,7 +39,11 @@ class LogWriter:
         return position
 
     async def write_all(
-        self, payloads: list[EventPayload], *, cause: Envelope | None = None, within: float = 30.0
+        self,
+        payloads: list[EventPayload],
+        *,
+        cause: Envelope | Cause | None = None,
+        within: float = 30.0,
     ) -> list[Position]:
         """Write events decided together in one go, in order, and wait once: for the last of
         them on each partition this model follows (a partition applies in order), instead of

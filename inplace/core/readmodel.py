@@ -25,6 +25,7 @@ from inplace.core.bus.headers import Accept
 from inplace.core.bus.producer import Position
 from inplace.core.observability.metrics import MALFORMED, SNAPSHOT_OBJECTS, START_SOURCE
 from inplace.core.projection import reducers
+from inplace.core.projection.podstore import PodStore
 from inplace.core.projection.reducers import position_of, resource_version
 from inplace.core.projection.snapshot import PROJECTED_TOPICS, load_pods_on, load_snapshot
 from inplace.core.projection.state import ClusterState
@@ -149,6 +150,12 @@ def _rv_of(obj: Any) -> int:
     return int(rv or 0)
 
 
+def _newest_rv(objects: Any) -> int:
+    if isinstance(objects, PodStore):
+        return objects.newest_resource_version()  # without decoding every pod
+    return max((_rv_of(obj) for obj in objects.values()), default=0)
+
+
 def as_json(obj: Any, resource_version: str | None = None) -> bytes:
     """The object's Kubernetes JSON; `resource_version` overrides metadata.resourceVersion."""
     if isinstance(obj, dict):
@@ -207,7 +214,9 @@ class ReadModel:
         # Records are decoded for this model alone: unless a listener sees them too
         # (`on_apply`, which may keep them), the state keeps their payloads' objects instead
         # of deep-copying each one (a few copies per resize in the apiserver).
-        self.state = ClusterState(allocations={} if allocations else None, adopt_payloads=True)
+        self.state = ClusterState(
+            pods=PodStore(), allocations={} if allocations else None, adopt_payloads=True
+        )
         self.watchable = window > 0
         self.collections = {n: Collection(n, deque(maxlen=window)) for n in COLLECTIONS}
         self.applied: dict[TopicPartition, int] = {}
@@ -218,6 +227,14 @@ class ReadModel:
         self._waiter_seq = 0
         self._follower: LogFollower | None = None
         self._partitions: list[TopicPartition] = []
+
+    @property
+    def pods(self) -> PodStore:
+        """The pods, held as JSON (see PodStore)."""
+        pods = self.state.pods
+        if not isinstance(pods, PodStore):
+            raise TypeError("a read model holds its pods in a PodStore")
+        return pods
 
     def objects(self, collection: str) -> dict[Any, Any]:
         objects: dict[Any, Any] = getattr(self.state, collection)
@@ -244,8 +261,7 @@ class ReadModel:
         self.from_snapshot = True
         self.applied.update(found.offsets)
         for collection in self.collections.values():
-            rvs = [_rv_of(obj) for obj in self.objects(collection.name).values()]
-            collection.skip(max(rvs, default=0))
+            collection.skip(_newest_rv(self.objects(collection.name)))
         log.info(
             "%s: started from the projection: %d objects, the log after %d offsets",
             self.role,
@@ -348,6 +364,8 @@ class ReadModel:
         else:
             snapshot = as_json(after)
             kind = "ADDED" if before is None else "MODIFIED"
+            if isinstance(objects, PodStore):
+                objects.settle(key, snapshot)  # the pod's stored form, serialized once
         self.collections[collection].publish(
             WatchEvent(kind, rv, _namespace_of(after if after is not None else before), snapshot)
         )
@@ -395,11 +413,11 @@ class ReadModel:
         source = f"the log from offset 0 ({found})" if isinstance(found, str) else "the projection"
         if not isinstance(found, str):
             start = {tp: n for tp, n in found.offsets.items() if tp.topic == pods_topic}
-            allocations = self.state.allocations
+            allocations, pods = self.state.allocations, self.pods
             for key, pod in found.pods.items():
-                held = self.state.pods.get(key)
-                if held is None or _rv_of(held) < _rv_of(pod):
-                    self.state.pods[key] = pod
+                held = pods.resource_version(key)
+                if held is None or held < _rv_of(pod):
+                    pods[key] = pod
                     if allocations is not None and key in found.allocations:
                         allocations[key] = found.allocations[key]
         here = {tp: self.applied.get(tp, 0) for tp in self._partitions if tp.topic == pods_topic}

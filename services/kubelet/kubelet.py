@@ -21,7 +21,7 @@ from inplace.core.projection.snapshot import load_causes
 from inplace.core.readmodel import ReadModel
 from inplace.core.settings import Settings
 from schemas import events as ev
-from schemas.envelope import Envelope
+from schemas.envelope import Cause
 from schemas.k8s import Node, Pod, ResourceRequirements
 from schemas.nodeswap import planning_capacity
 from services.kubelet import podfilter
@@ -86,7 +86,7 @@ class Kubelet:
         self.names = node_names(self.config)
         self.agents: dict[str, NodeAgent] = {}
         # The latest user-side event per pod: what the kubelet's events are caused by.
-        self.causes: dict[str, Envelope] = {}
+        self.causes: dict[str, Cause] = {}
         # One book of resize outcomes for every node this process serves (pod keys are unique).
         self.book = ResizeBook()
         self.started = False  # the first assignment is served
@@ -117,7 +117,7 @@ class Kubelet:
         if isinstance(payload, ev.PodEvent):
             key = f"{payload.namespace}/{payload.name}"
             if record.envelope.producer != ROLE:
-                self.causes[key] = record.envelope
+                self.causes[key] = record.envelope.as_cause()
             if self.started:
                 self._route(key)
         elif isinstance(payload, ev.NodeEvent) and self.started:
@@ -150,8 +150,10 @@ class Kubelet:
     def _sweep(self) -> None:
         """Forget the pods of nodes this process does not serve (after a rebalance, or those
         the start-up snapshot brought)."""
-        for key, pod in list(self.model.state.pods.items()):
-            if pod.spec.node_name and pod.spec.node_name not in self.owned:
+        pods = self.model.pods
+        for key in list(pods):
+            node = pods.node_of(key)
+            if node and node not in self.owned:
                 self._forget(key)
 
     async def _take_over(self, names: list[str]) -> None:
@@ -166,11 +168,12 @@ class Kubelet:
 
         async def job() -> None:
             self.owned |= wanted
-            held = set(self.model.state.pods)
+            pods = self.model.pods
+            held = set(pods)
             source = await self.model.take_pods_on(names, theirs)
             # The "" records brought back pods bound elsewhere (their binding is skipped).
-            for key, pod in list(self.model.state.pods.items()):
-                if key not in held and pod.spec.node_name not in wanted:
+            for key in [k for k in pods if k not in held]:
+                if pods.node_of(key) not in wanted:
                     self._forget(key)
             log.info("kubelet took over %d node(s) from %s", len(names), source)
 
@@ -366,7 +369,7 @@ class Kubelet:
             log.warning("kubelet: no request history for %d unsettled pods (%s)", len(keys), found)
             return
         for (namespace, name), envelope in found.items():
-            self.causes.setdefault(f"{namespace}/{name}", envelope)
+            self.causes.setdefault(f"{namespace}/{name}", envelope.as_cause())
 
     def _allocated(self, namespace: str, name: str) -> dict[str, ResourceRequirements] | None:
         """The pod's allocation checkpoint (requests AND limits), per container name."""
@@ -384,8 +387,9 @@ class Kubelet:
     async def _restart_tolerance(self, nodes: set[str]) -> None:
         """Re-admit every pod of `nodes` from its allocated resources first; then each goes
         through reconcile (pending resizes, unfinished actuation) in log order."""
+        pods = self.model.pods
         mine = sorted(
-            (p for p in self.model.objects("pods").values() if p.spec.node_name in nodes),
+            (pods[key] for key in pods.keys_on(nodes)),
             key=lambda p: int(p.metadata.resource_version or 0),
         )
         for pod in mine:

@@ -21,7 +21,7 @@ from typing import Any
 from inplace.core.logwriter import LogWriter
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
-from schemas.envelope import Envelope, EventPayload
+from schemas.envelope import Cause, EventPayload
 from schemas.k8s import (
     RESOURCE_MEMORY,
     EventType,
@@ -117,7 +117,7 @@ class NodeAgent:
         runtime: RuntimeService,
         model: ReadModel,
         writer: LogWriter,
-        causes: dict[str, Envelope],
+        causes: dict[str, Cause],
         step_timeout: float = STEP_TIMEOUT,
         capacity: dict[str, Any] | None = None,
         deferred_retry: tuple[float, float] = (30.0, 180.0),

@@ -6,12 +6,14 @@ writes back what changed; `inplace replay state --at` folds from offset 0 to a p
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from inplace.core.bus.consumer import Record
 from inplace.core.bus.producer import Position
 from inplace.core.projection import reducers
+from inplace.core.projection.podstore import PodStore
 from inplace.core.projection.workloads import reduce_clone_set
 from schemas import events as ev
 from schemas.envelope import EventPayload
@@ -23,7 +25,9 @@ NsName = tuple[str, str]
 
 @dataclass
 class ClusterState:
-    pods: dict[NsName, Pod] = field(default_factory=dict)
+    # A plain dict of decoded pods (the projector's batch, a replay), or a PodStore holding
+    # them as JSON (read models, which hold every pod for as long as they run).
+    pods: MutableMapping[NsName, Pod] = field(default_factory=dict)
     nodes: dict[str, Node] = field(default_factory=dict)
     namespaces: dict[str, dict[str, Any]] = field(default_factory=dict)
     resourcequotas: dict[NsName, ResourceQuota] = field(default_factory=dict)
@@ -51,9 +55,9 @@ class ClusterState:
         except TypeError:
             return  # an event no collection holds (nothing to fold)
         objects: dict[Any, Any] = getattr(self, collection)
-        current = objects.get(key)
-        if collection == "pods" and current is not None and _seen(current, pos):
+        if collection == "pods" and _seen(self.pods, key, pos):
             return  # applied already (a holder that loaded this pod from a newer snapshot)
+        current = objects.get(key)
         if collection == "namespaces":
             new = _namespace(payload, env.time, pos)  # type: ignore[arg-type]
         elif collection == "clonesets":
@@ -86,10 +90,15 @@ _REDUCERS: dict[str, Any] = {
 }
 
 
-def _seen(pod: Pod, position: Position) -> bool:
+def _seen(pods: MutableMapping[NsName, Pod], key: NsName, position: Position) -> bool:
     """A pod's events all share one partition, so its resourceVersion orders them: an event at
     or before it is already folded in."""
-    return int(pod.metadata.resource_version or 0) >= reducers.resource_version(position)
+    if isinstance(pods, PodStore):
+        held = pods.resource_version(key)
+    else:
+        pod = pods.get(key)
+        held = int(pod.metadata.resource_version or 0) if pod is not None else None
+    return held is not None and held >= reducers.resource_version(position)
 
 
 def _put(state: ClusterState, collection: str, key: Any, obj: Any) -> None:

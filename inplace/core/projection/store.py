@@ -17,6 +17,7 @@ import asyncpg
 from aiokafka import TopicPartition
 
 from inplace.core.bus.consumer import Batch
+from inplace.core.projection.podstore import PodStore
 from inplace.core.projection.reducers import locate, resource_version
 from inplace.core.projection.state import ClusterState
 from inplace.core.store.migrations import check_schema_name
@@ -95,8 +96,17 @@ class ProjectionStore:
             for r in await conn.fetch(f"SELECT namespace, name, payload FROM {s}.allocations"):
                 key = (r["namespace"], r["name"])
                 state.allocations[key] = ev.Allocated.model_validate_json(r["payload"])
-        for r in await conn.fetch(f"SELECT namespace, name, object FROM {s}.pods"):
-            state.pods[(r["namespace"], r["name"])] = Pod.model_validate_json(r["object"])
+        pods = PodStore()
+        for r in await conn.fetch(
+            f"SELECT namespace, name, node_name, resource_version, object FROM {s}.pods"
+        ):
+            pods.put_json(
+                (r["namespace"], r["name"]),
+                r["object"].encode(),
+                rv=r["resource_version"],
+                node=r["node_name"] or "",
+            )
+        state.pods = pods
         for r in await conn.fetch(f"SELECT name, object FROM {s}.nodes"):
             state.nodes[r["name"]] = Node.model_validate_json(r["object"])
         for r in await conn.fetch(f"SELECT name, object FROM {s}.namespaces"):

@@ -1,0 +1,76 @@
+"""PodStore: pods held as JSON, decoded on demand, fold to exactly what decoded pods give."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from inplace.core.bus.consumer import Record
+from inplace.core.bus.producer import Position
+from inplace.core.projection.podstore import PodStore, pod_json
+from inplace.core.projection.state import ClusterState
+from schemas.envelope import Envelope
+from tests import factories
+
+
+def _fold(state: ClusterState, envelopes: list[Envelope]) -> ClusterState:
+    for offset, env in enumerate(envelopes):
+        state.apply(Record(Position(env.topic, 0, offset), env))
+    return state
+
+
+@pytest.mark.parametrize("hot", [1, 7, 10_000])
+def test_a_fold_into_the_store_equals_a_fold_into_decoded_pods(hot: int) -> None:
+    """With a hot set of one, every event folds into a pod decoded from its JSON and leaves
+    it serialized again: nothing of a pod may be lost on the way (extras, times, quantities,
+    statuses of every event type)."""
+    envelopes = [
+        *factories.every_type_stream(),
+        *factories.cluster_stream(pods=30, resizes_per_pod=3, nodes=3),
+    ]
+    plain = _fold(ClusterState(), envelopes)
+    stored = _fold(ClusterState(pods=PodStore(hot=hot)), envelopes)
+    assert plain.pods, "the stream creates pods"
+    assert sorted(stored.pods) == sorted(plain.pods)
+    for key, pod in plain.pods.items():
+        assert stored.pods[key].to_k8s() == pod.to_k8s(), key
+        assert json.loads(stored.pods.json(key) or b"") == pod.to_k8s(), key
+
+
+def test_the_facts_are_kept_without_decoding() -> None:
+    store = PodStore(hot=1)
+    bound = factories.pod("ns", "a")
+    bound.spec.node_name = "node-1"
+    bound.metadata.resource_version = "42"
+    store.put_json(("ns", "a"), pod_json(bound), rv=42, node="node-1")
+    store[("ns", "b")] = factories.pod("ns", "b")  # unbound, hot
+    assert store.node_of(("ns", "a")) == "node-1"
+    assert store.node_of(("ns", "b")) == ""
+    assert store.node_of(("ns", "c")) is None
+    assert store.resource_version(("ns", "a")) == 42
+    assert store.newest_resource_version() == 42
+    assert store.keys_on({"node-1"}) == [("ns", "a")]
+    assert store.json(("ns", "c")) is None and store.get(("ns", "c")) is None
+
+
+def test_a_pod_changed_while_hot_is_serialized_when_it_leaves_the_hot_set() -> None:
+    store = PodStore(hot=1)
+    pod = factories.pod("ns", "a")
+    store[("ns", "a")] = pod
+    pod.metadata.labels = {"changed": "yes"}
+    store[("ns", "a")] = pod  # put back, as ClusterState does after every reducer
+    store[("ns", "b")] = factories.pod("ns", "b")  # pushes `a` out of the hot set
+    assert store[("ns", "a")] is not pod  # decoded again, from its JSON
+    assert store[("ns", "a")].metadata.labels == {"changed": "yes"}
+
+
+def test_walking_every_pod_leaves_the_hot_set_alone() -> None:
+    store = PodStore(hot=1)
+    for name in ("a", "b", "c"):
+        store[("ns", name)] = factories.pod("ns", name)
+    hot = store[("ns", "c")]
+    assert [k for k, _ in store.items()] == [("ns", "a"), ("ns", "b"), ("ns", "c")]
+    assert store[("ns", "c")] is hot
+    del store[("ns", "c")]
+    assert ("ns", "c") not in store and len(store) == 2
