@@ -50,7 +50,7 @@ async def open_runtime(settings: Settings, config: KubeletConfig) -> AsyncIterat
         async with CgroupRuntime(settings.topic_prefix.strip(".") or config.node_prefix) as runtime:
             yield runtime
     else:
-        fake = FakeRuntime(latency=config.runtime_latency)
+        fake = FakeRuntime(latency=config.runtime_latency, keep_calls=False)
         try:
             yield fake
         finally:

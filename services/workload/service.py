@@ -95,9 +95,12 @@ class Controller:
         """Started from a snapshot: which pods CloneSets own, from the pods themselves (the
         revision history comes from `workloads`, which is always read from offset 0). Pods
         no CloneSet controls are dropped: their records are skipped from here on (`accept`)."""
-        pods = self.model.objects("pods")
-        for key, pod in list(pods.items()):
-            if not self.owned.observe(key, pod):
+        pods = self.model.pods
+        for key in list(pods):
+            # A pod whose JSON names no controller is no CloneSet's: dropped undecoded.
+            if b'"controller"' not in (pods.json(key) or b"") or not self.owned.observe(
+                key, pods[key]
+            ):
                 del pods[key]
         self.wake.set()
 

@@ -339,3 +339,18 @@ def test_cgroup_v2_files_written_and_read_back(tmp_path: Path) -> None:
     assert v2.read(rel, LinuxContainerResources(cpu_shares=2)) == LinuxContainerResources(
         cpu_shares=2
     )
+
+
+async def test_fake_without_a_journal_still_runs_and_fails_calls() -> None:
+    """The kubelet's fake keeps no journal (it grew with every pod and resize, forever);
+    what the journal is not needed for still works: the calls, and failures picked by them."""
+    fake = FakeRuntime(keep_calls=False)
+    sandbox_id = await fake.run_pod_sandbox("u", resources=lcr(1000, 256))
+    container_id = await fake.create_container(sandbox_id, "app", [], cr(lcr(100, 64)))
+    fake.fail_when(lambda call: call.method == "update_container_resources")
+    with pytest.raises(RuntimeUnavailableError):
+        await fake.update_container_resources(container_id, cr(lcr(200, 64)))
+    fake.clear_failures()
+    await fake.update_container_resources(container_id, cr(lcr(300, 64)))
+    assert (await fake.container_status(container_id)).resources == cr(lcr(300, 64))
+    assert fake.journal() == [] and fake.errors == []
