@@ -29,11 +29,11 @@ from schemas.k8s import (
     RESOURCE_MEMORY,
     Container,
     ContainerStatus,
-    Pod,
     PodQOSClass,
     ResourceList,
     ResourceRequirements,
 )
+from schemas.podview import PodLike
 from schemas.quantity import ZERO, Quantity
 
 __all__ = [
@@ -155,7 +155,7 @@ def container_limits(container: Container) -> ResourceList:
     return dict(container.resources.limits or {})
 
 
-def _statuses_by_name(pod: Pod) -> dict[str, ContainerStatus]:
+def _statuses_by_name(pod: PodLike) -> dict[str, ContainerStatus]:
     statuses = [*(pod.status.init_container_statuses or []), *(pod.status.container_statuses or [])]
     return {status.name: status for status in statuses}
 
@@ -182,7 +182,7 @@ def _actual_limits(container: Container, status: ContainerStatus | None) -> Reso
 
 
 def _request_of(
-    pod: Pod, container: Container, status: ContainerStatus | None, source: RequestSource
+    pod: PodLike, container: Container, status: ContainerStatus | None, source: RequestSource
 ) -> ResourceList:
     if source == "spec":
         return container_requests(container)
@@ -197,7 +197,7 @@ def _request_of(
 
 
 def _limit_of(
-    pod: Pod, container: Container, status: ContainerStatus | None, source: LimitSource
+    pod: PodLike, container: Container, status: ContainerStatus | None, source: LimitSource
 ) -> ResourceList:
     if source == "spec":
         return container_limits(container)
@@ -218,7 +218,7 @@ def _supported(resources: Mapping[str, Quantity] | None) -> ResourceList:
     return {n: q for n, q in (resources or {}).items() if is_pod_level_resource(n)}
 
 
-def _pod_level_requests(pod: Pod, source: RequestSource) -> ResourceList:
+def _pod_level_requests(pod: PodLike, source: RequestSource) -> ResourceList:
     """The pod-level requests `source` picks ({} without pod-level requests)."""
     spec = _supported(pod.spec.resources.requests if pod.spec.resources else None)
     if not spec:
@@ -237,7 +237,7 @@ def _pod_level_requests(pod: Pod, source: RequestSource) -> ResourceList:
     return max_per_resource(spec, allocated)
 
 
-def _pod_level_limits(pod: Pod, source: LimitSource) -> ResourceList:
+def _pod_level_limits(pod: PodLike, source: LimitSource) -> ResourceList:
     spec = _supported(pod.spec.resources.limits if pod.spec.resources else None)
     if not spec:
         return {}
@@ -254,7 +254,7 @@ def _pod_level_limits(pod: Pod, source: LimitSource) -> ResourceList:
 
 
 def _aggregate(
-    pod: Pod, per_container: list[ResourceList], per_init: list[ResourceList]
+    pod: PodLike, per_container: list[ResourceList], per_init: list[ResourceList]
 ) -> ResourceList:
     """max(regular containers + all sidecars, the peak of the init phase), per resource.
 
@@ -277,7 +277,7 @@ def _aggregate(
     return max_per_resource(total, init_peak)
 
 
-def pod_requests(pod: Pod, *, source: RequestSource = "spec") -> ResourceList:
+def pod_requests(pod: PodLike, *, source: RequestSource = "spec") -> ResourceList:
     """Effective requests of a pod, plus `spec.overhead`, as Kubernetes schedules and admits it.
 
     `source` picks each container's requests:
@@ -301,7 +301,7 @@ def pod_requests(pod: Pod, *, source: RequestSource = "spec") -> ResourceList:
     return add(requests, pod.spec.overhead or {})
 
 
-def aggregate_container_requests(pod: Pod) -> ResourceList:
+def aggregate_container_requests(pod: PodLike) -> ResourceList:
     """AggregateContainerRequests: the containers' spec requests aggregated (sidecars, init
     peak), without pod-level requests or overhead."""
     regular = [container_requests(c) for c in pod.spec.containers]
@@ -309,14 +309,14 @@ def aggregate_container_requests(pod: Pod) -> ResourceList:
     return _aggregate(pod, regular, init)
 
 
-def aggregate_container_limits(pod: Pod) -> ResourceList:
+def aggregate_container_limits(pod: PodLike) -> ResourceList:
     """AggregateContainerLimits: the containers' spec limits aggregated like requests."""
     regular = [container_limits(c) for c in pod.spec.containers]
     init = [container_limits(c) for c in pod.spec.init_containers or []]
     return _aggregate(pod, regular, init)
 
 
-def pod_limits(pod: Pod, *, source: LimitSource = "spec") -> ResourceList:
+def pod_limits(pod: PodLike, *, source: LimitSource = "spec") -> ResourceList:
     """Effective limits of a pod, aggregated like requests; overhead added to non-zero limits.
 
     A container without a limit for a resource is unbounded in it, which a sum cannot express;
@@ -350,7 +350,7 @@ def _qos_list(resources: Mapping[str, Quantity]) -> ResourceList:
     }
 
 
-def qos_class(pod: Pod) -> PodQOSClass:
+def qos_class(pod: PodLike) -> PodQOSClass:
     """The pod's QoS class, computed as Kubernetes' ComputePodQOS does.
 
     With pod-level resources (`spec.resources` set), from those alone: Guaranteed when cpu and
@@ -395,7 +395,7 @@ def _pod_level_qos(resources: ResourceRequirements) -> PodQOSClass:
 # --- KEP-1287: what a pod holds on its node while a resize is pending ---------------------------
 
 
-def is_resize_infeasible(pod: Pod) -> bool:
+def is_resize_infeasible(pod: PodLike) -> bool:
     """status.resize Infeasible (the KEP's field) or the newer PodResizePending condition."""
     if pod.status.resize == "Infeasible":
         return True
@@ -429,7 +429,7 @@ def resize_aware_requests(
     return granted if infeasible else max_per_resource(spec, granted)
 
 
-def resize_aware_containers(pod: Pod) -> tuple[list[ResourceList], list[ResourceList]]:
+def resize_aware_containers(pod: PodLike) -> tuple[list[ResourceList], list[ResourceList]]:
     """Per regular and per init container, `resize_aware_requests` (sidecars included; a
     classic init container runs once, with its spec)."""
     statuses = _statuses_by_name(pod)
@@ -447,7 +447,7 @@ def resize_aware_containers(pod: Pod) -> tuple[list[ResourceList], list[Resource
 
 
 def scheduling_requests(
-    pod: Pod, per_container: tuple[list[ResourceList], list[ResourceList]] | None = None
+    pod: PodLike, per_container: tuple[list[ResourceList], list[ResourceList]] | None = None
 ) -> ResourceList:
     """What a pod holds for the scheduler and for quota (KEP-1287): `resize_aware_containers`
     (or the given lists) aggregated as Kubernetes aggregates, pod-level requests by the same
@@ -460,7 +460,7 @@ def scheduling_requests(
     return add(requests, pod.spec.overhead or {})
 
 
-def scheduling_pod_level_requests(pod: Pod) -> ResourceList:
+def scheduling_pod_level_requests(pod: PodLike) -> ResourceList:
     """Pod-level requests by KEP-1287's rule ({} without pod-level requests)."""
     spec = _supported(pod.spec.resources.requests if pod.spec.resources else None)
     if not spec:

@@ -22,8 +22,9 @@ from inplace.core.readmodel import ReadModel
 from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.envelope import Cause
-from schemas.k8s import Node, Pod, ResourceRequirements
+from schemas.k8s import Node, ResourceRequirements
 from schemas.nodeswap import planning_capacity
+from schemas.podview import PodLike
 from services.kubelet import podfilter
 from services.kubelet.admission import POD_LEVEL, NodeAllocation
 from services.kubelet.config import KubeletConfig
@@ -358,7 +359,7 @@ class Kubelet:
         from Proposed to Actuated)."""
         keys = [
             key
-            for key, pod in self.model.objects("pods").items()
+            for key, pod in self.model.pods.views()
             if f"{key[0]}/{key[1]}" not in self.causes and _unsettled(pod)
         ]
         if not keys:
@@ -406,7 +407,7 @@ class Kubelet:
             )
 
 
-def _unsettled(pod: Pod) -> bool:
+def _unsettled(pod: PodLike) -> bool:
     """A resize the kubelet may still have to decide or finish."""
     generation = pod.metadata.generation or 1
     observed = pod.status.observed_generation or 0

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from inplace.core.bus.consumer import Record
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
-from schemas.k8s import Pod, ResourceList, ResourceQuota
+from schemas.k8s import ResourceList, ResourceQuota
+from schemas.podview import PodLike
 from schemas.quantity import ZERO
 from services.quota.usage import (
     ScopeFacts,
@@ -46,7 +47,7 @@ class Charge:
     usage: ResourceList
 
 
-def charge(pod: Pod) -> Charge:
+def charge(pod: PodLike) -> Charge:
     return Charge(scope_facts(pod), pod_usage(pod))
 
 
@@ -90,7 +91,7 @@ class UsageTotals:
         model.on_snapshot(self._seed)
 
     def _seed(self) -> None:
-        for (namespace, name), pod in self.model.objects("pods").items():
+        for (namespace, name), pod in self.model.pods.views():
             self._set(namespace, name, pod)
 
     def _observe(self, record: Record) -> None:
@@ -99,7 +100,7 @@ class UsageTotals:
             pod = self.model.get("pods", (payload.namespace, payload.name))
             self._set(payload.namespace, payload.name, pod)
 
-    def _set(self, namespace: str, name: str, pod: Pod | None) -> None:
+    def _set(self, namespace: str, name: str, pod: PodLike | None) -> None:
         old = self.charge_of(namespace, name)
         new = None if pod is None else charge(pod)
         if old is None and new is None:

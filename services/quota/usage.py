@@ -29,6 +29,7 @@ from schemas.k8s import (
     ResourceList,
     ResourceQuota,
 )
+from schemas.podview import PodLike
 from schemas.quantity import ZERO, Quantity
 from schemas.resources import (
     add,
@@ -98,13 +99,13 @@ _ONE: Final = Quantity.from_int(1)
 # --- effective requests and limits (KEP-1287) -----------------------------------------------------
 
 
-def effective_requests(pod: Pod) -> ResourceList:
+def effective_requests(pod: PodLike) -> ResourceList:
     """Requests quota charges for: per container max(spec, granted), granted if Infeasible;
     pod-level requests by the same rule (one definition: schemas.resources)."""
     return scheduling_requests(pod)
 
 
-def effective_limits(pod: Pod) -> ResourceList:
+def effective_limits(pod: PodLike) -> ResourceList:
     """Limits quota charges for: max(spec, status) per container; status alone if Infeasible."""
     return pod_limits(pod, source="max")
 
@@ -112,7 +113,7 @@ def effective_limits(pod: Pod) -> ResourceList:
 # --- usage ----------------------------------------------------------------------------------------
 
 
-def is_charged(pod: Pod, now: datetime | None = None) -> bool:
+def is_charged(pod: PodLike, now: datetime | None = None) -> bool:
     """False for a pod quota no longer charges compute resources for (QuotaV1Pod).
 
     A terminal pod holds nothing; a pod stuck terminating past its grace period (its node is
@@ -146,7 +147,7 @@ def _compute_usage(
     return usage
 
 
-def pod_usage(pod: Pod, now: datetime | None = None) -> ResourceList:
+def pod_usage(pod: PodLike, now: datetime | None = None) -> ResourceList:
     """Everything `pod` charges: `count/pods` always; compute resources while charged."""
     usage: ResourceList = {COUNT_PODS: _ONE}
     if not is_charged(pod, now):
@@ -199,7 +200,7 @@ class ScopeFacts(NamedTuple):
     priority_class: bool  # names a PriorityClass
 
 
-def scope_facts(pod: Pod) -> ScopeFacts:
+def scope_facts(pod: PodLike) -> ScopeFacts:
     return ScopeFacts(qos_class(pod) == "BestEffort", bool(pod.spec.priority_class_name))
 
 

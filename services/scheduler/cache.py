@@ -40,6 +40,7 @@ from schemas.k8s import (
     ResourceList,
     ResourceRequirements,
 )
+from schemas.podview import PodLike
 from schemas.quantity import ZERO, Quantity
 from schemas.resources import (
     container_requests,
@@ -83,7 +84,7 @@ _NON_MISSING: Final[ResourceList] = {
 FreeReason = Literal["PodDeleted", "PodScaledDown", "NodeAdded", "NodeCapacityChanged"]
 
 
-def pod_key(pod: Pod) -> str:
+def pod_key(pod: PodLike) -> str:
     """`namespace/name`: the key of the `pods` topic, so the cache and the log agree."""
     return f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
 
@@ -100,7 +101,7 @@ def amount(name: str, quantity: Quantity) -> int:
 
 
 def _with_container_requests(
-    pod: Pod, regular: list[ResourceList], init: list[ResourceList]
+    pod: PodLike, regular: list[ResourceList], init: list[ResourceList]
 ) -> Pod:
     """A bare copy of `pod` whose containers request exactly the given lists (and whose
     pod-level requests are what it holds by KEP-1287's rule).
@@ -133,14 +134,14 @@ def _with_container_requests(
     return Pod.model_construct(spec=spec, status=PodStatus.model_construct())
 
 
-def _granted_anywhere(pod: Pod) -> bool:
+def _granted_anywhere(pod: PodLike) -> bool:
     """Has the kubelet reported anything for the pod (else every container counts its spec,
     as for the pods being scheduled, and the fast paths apply)?"""
     statuses = [*(pod.status.init_container_statuses or []), *(pod.status.container_statuses or [])]
     return any(granted_requests(s) is not None for s in statuses)
 
 
-def effective_requests(pod: Pod) -> ResourceList:
+def effective_requests(pod: PodLike) -> ResourceList:
     """The pod's requests as the scheduler counts them (KEP-1287, schemas.resources)."""
     return scheduling_requests(pod)
 
@@ -181,7 +182,7 @@ def _non_missing(requests: ResourceList) -> ResourceList:
 
 
 def _non_zero_requests(
-    pod: Pod, per_container: tuple[list[ResourceList], list[ResourceList]] | None
+    pod: PodLike, per_container: tuple[list[ResourceList], list[ResourceList]] | None
 ) -> ResourceList:
     """The requests scoring counts: 100m / 200Mi for each container that sets none."""
     if per_container is None:
@@ -199,7 +200,7 @@ def _non_zero_requests(
     )
 
 
-def pod_demand(pod: Pod) -> PodDemand:
+def pod_demand(pod: PodLike) -> PodDemand:
     """Price a pod once (O(containers)); the cache stores the result, never the pod."""
     if _granted_anywhere(pod):
         per_container = resize_aware_containers(pod)
@@ -405,7 +406,7 @@ class _Placed:
     demand: PodDemand
 
 
-def _is_terminal(pod: Pod) -> bool:
+def _is_terminal(pod: PodLike) -> bool:
     # A finished pod holds nothing on its node any more.
     return pod.status.phase in ("Succeeded", "Failed")
 
@@ -475,7 +476,7 @@ class SchedulerCache:
 
     # -- placed pods --------------------------------------------------------------------------
 
-    def upsert_pod(self, pod: Pod) -> ClusterChange | None:
+    def upsert_pod(self, pod: PodLike) -> ClusterChange | None:
         """Any pod event folded into the pod (created, bound, resized, allocated, phase …).
 
         Returns the change when it may let a pending pod in: a placed pod that shrank, or ended

@@ -35,6 +35,7 @@ from schemas.envelope import Envelope, EventPayload
 from schemas.events import NODES, PODS
 from schemas.k8s import Event, EventType, Pod
 from schemas.kubeevents import event_about, occurrence_name, reference
+from schemas.podview import PodLike
 from schemas.resources import is_resize_infeasible
 from services.scheduler.cache import ClusterChange, SchedulerCache
 from services.scheduler.placement import Bound, pending_to_retry, schedule
@@ -66,7 +67,7 @@ def pod_key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
 
 
-def _is_terminal(pod: Pod) -> bool:
+def _is_terminal(pod: PodLike) -> bool:
     return pod.status.phase in ("Succeeded", "Failed")
 
 
@@ -160,7 +161,7 @@ class Scheduler:
         return [c for c in changes if c is not None]
 
     def _track(
-        self, key: str, pod: Pod, cause: Envelope | None, *, reprice: bool
+        self, key: str, pod: PodLike, cause: Envelope | None, *, reprice: bool
     ) -> list[ClusterChange | None]:
         """Count `pod` in the cache (priced again only when it may have changed) and queue it
         when it waits for a node."""
@@ -186,7 +187,11 @@ class Scheduler:
         every bound pod finds its node)."""
         for node in self.model.objects("nodes").values():
             self.cache.upsert_node(node)
-        for (namespace, name), pod in self.model.objects("pods").items():
+        pods = self.model.pods
+        for (namespace, name), view in pods.views():
+            # A placed pod is priced from its resource fields; a pending one, decoded whole,
+            # waits in the queue with what placing it reads (selectors, affinity, tolerations).
+            pod = view if view.spec.node_name is not None else pods[(namespace, name)]
             self._track(pod_key(namespace, name), pod, None, reprice=True)
         if self._queue:
             self._wake.set()

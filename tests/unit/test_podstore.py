@@ -11,6 +11,11 @@ from inplace.core.bus.producer import Position
 from inplace.core.projection.podstore import PodStore, pod_json
 from inplace.core.projection.state import ClusterState
 from schemas.envelope import Envelope
+from schemas.k8s import Pod
+from schemas.podview import PodResources
+from schemas.resources import is_resize_infeasible, pod_limits, pod_requests, qos_class
+from services.quota.totals import charge
+from services.scheduler.cache import pod_demand
 from tests import factories
 
 
@@ -74,3 +79,28 @@ def test_walking_every_pod_leaves_the_hot_set_alone() -> None:
     assert store[("ns", "c")] is hot
     del store[("ns", "c")]
     assert ("ns", "c") not in store and len(store) == 2
+
+
+def test_views_read_every_pod_as_the_rules_read_the_whole_pod() -> None:
+    """A role seeding from a snapshot reads pods through `views()`: the scheduler's price,
+    quota's charge and every resource rule give what they give on the decoded pod (streams
+    with sidecars, pod-level resources, Infeasible and Deferred resizes, every scope)."""
+    stored = _fold(
+        ClusterState(pods=PodStore(hot=3)),
+        [*factories.every_type_stream(), *factories.scoped_pods_stream()],
+    )
+    store = stored.pods
+    assert isinstance(store, PodStore)
+    views = list(store.views())
+    kinds = {type(view) for _, view in views}
+    assert kinds == {PodResources, Pod}, "cold pods are read as views, hot ones as they are"
+    for key, view in views:
+        pod = store[key]
+        assert pod_demand(view) == pod_demand(pod), key
+        assert charge(view) == charge(pod), key
+        assert qos_class(view) == qos_class(pod), key
+        assert is_resize_infeasible(view) == is_resize_infeasible(pod), key
+        for source in ("spec", "allocated", "actual", "max"):
+            assert pod_requests(view, source=source) == pod_requests(pod, source=source), key
+        for source in ("spec", "actual", "max"):
+            assert pod_limits(view, source=source) == pod_limits(pod, source=source), key

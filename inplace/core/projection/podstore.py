@@ -20,6 +20,7 @@ from collections import OrderedDict
 from collections.abc import Collection, Iterator, MutableMapping
 
 from schemas.k8s import Pod
+from schemas.podview import PodLike, PodResources
 
 NsName = tuple[str, str]
 
@@ -98,6 +99,17 @@ class PodStore(MutableMapping[NsName, Pod]):
         for key, entry in list(self._entries.items()):
             hot = self._hot.get(key)
             yield key, hot if hot is not None else Pod.model_validate_json(entry.raw or b"")
+
+    def views(self) -> Iterator[tuple[NsName, PodLike]]:
+        """Every pod's resource fields (`PodResources`, read from its JSON without decoding the
+        rest), or the decoded pod where the hot set holds one (it may be newer than the JSON).
+        For a walk over every pod (seeding a role's own state); nothing is kept."""
+        for key, entry in list(self._entries.items()):
+            hot = self._hot.get(key)
+            yield (
+                key,
+                hot if hot is not None else PodResources.model_validate_json(entry.raw or b""),
+            )
 
     # --- the stored form and the facts --------------------------------------------------------
 
