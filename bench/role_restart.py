@@ -17,6 +17,7 @@ import itertools
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -132,10 +133,15 @@ async def _wait_projected(dsn: str, events: int) -> None:
         await asyncio.sleep(1)
 
 
-def _serve(role: str, env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "inplace.cli.main", "serve", role, "--port", str(port)], env=env
-    )
+def _serve(
+    role: str, env: dict[str, str], port: int, profile: Path | None = None
+) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-m", "inplace.cli.main", "serve", role, "--port", str(port)]
+    if profile is not None:  # collapsed stacks of the whole start (one line per stack)
+        spy = Path(sys.executable).parent / "py-spy"
+        command = [str(spy), "record", "-f", "raw", "-r", "200", "-o", str(profile), "--"]
+        command += [sys.executable, "-m", "inplace.cli.main", "serve", role, "--port", str(port)]
+    return subprocess.Popen(command, env=env)
 
 
 def _ready(url: str, proc: subprocess.Popen[bytes], within: float = 1800) -> float:
@@ -160,6 +166,17 @@ def _consumed(url: str, role: str) -> int:
     return int(sum(float(v) for v in found))
 
 
+def _role_pid(proc: subprocess.Popen[bytes]) -> int:
+    """The role's own process (py-spy's child when it is recorded)."""
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    found = children.read_text().split() if children.exists() else []
+    return (
+        int(found[0])
+        if found and "py-spy" in Path(f"/proc/{proc.pid}/cmdline").read_text()
+        else proc.pid
+    )
+
+
 def _rss_mb(pid: int) -> float:
     status = Path(f"/proc/{pid}/status").read_text()
     return int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
@@ -175,6 +192,12 @@ def main() -> None:
         "--offset0",
         default="apiserver",
         help="roles to time from offset 0 too (apiserver, kubelet: they have the setting)",
+    )
+    parser.add_argument(
+        "--py-spy",
+        metavar="DIR",
+        type=Path,
+        help="record each timed role's start with py-spy into DIR/<role>.txt (collapsed stacks)",
     )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="inplace-bench-restart-", dir="/tmp"))
@@ -214,16 +237,18 @@ def main() -> None:
         for role, label, snapshot in runs:
             port = free_port()
             flag = f"INPLACE_{role.upper()}_START_FROM_PROJECTION"
-            proc = _serve(role, {**env, flag: snapshot}, port)
+            profile = args.py_spy / f"{role}.txt" if args.py_spy else None
+            proc = _serve(role, {**env, flag: snapshot}, port, profile)
             url = f"http://127.0.0.1:{port}"
             try:
                 seconds = _ready(url, proc)
-                read, rss = _consumed(url, role), _rss_mb(proc.pid)
+                read, rss = _consumed(url, role), _rss_mb(_role_pid(proc))
                 print(f"{role} {label}: ready in {seconds:.1f} s, {read:,} records read, ")
                 print(f"  RSS {rss:.0f} MB")
             finally:
-                proc.terminate()
-                proc.wait(timeout=30)
+                if proc.poll() is None:  # the role itself: py-spy then writes and exits
+                    os.kill(_role_pid(proc), signal.SIGTERM)
+                proc.wait(timeout=60)
     finally:
         broker.stop()
         database.stop()

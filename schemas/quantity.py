@@ -271,7 +271,7 @@ class Quantity:
 
     _nanos: int
     _format: Format
-    _text: str
+    _text: str | None  # None until first printed (see _set)
 
     def __init__(self, value: str | int | float | Quantity) -> None:
         if isinstance(value, Quantity):
@@ -292,7 +292,10 @@ class Quantity:
     def _set(self, nanos: int, fmt: Format, text: str | None) -> None:
         object.__setattr__(self, "_nanos", nanos)
         object.__setattr__(self, "_format", fmt)
-        object.__setattr__(self, "_text", text if text is not None else _canonical(nanos, fmt))
+        # The canonical text of a computed quantity is made when it is first printed: sums and
+        # differences are mostly compared, never printed (rendering each one was most of the
+        # cost of quota's and the scheduler's arithmetic).
+        object.__setattr__(self, "_text", text)
 
     @classmethod
     def _make(cls, nanos: int, fmt: Format, text: str | None = None) -> Quantity:
@@ -307,7 +310,7 @@ class Quantity:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
     def __reduce__(self) -> tuple[Any, tuple[int, Format, str]]:
-        return _restore, (self._nanos, self._format, self._text)
+        return _restore, (self._nanos, self._format, str(self))
 
     def __copy__(self) -> Quantity:
         return self
@@ -342,10 +345,14 @@ class Quantity:
         return self._format
 
     def __str__(self) -> str:
-        return self._text
+        text = self._text
+        if text is None:
+            text = _canonical(self._nanos, self._format)
+            object.__setattr__(self, "_text", text)
+        return text
 
     def __repr__(self) -> str:
-        return f"Quantity({self._text!r})"
+        return f"Quantity({str(self)!r})"
 
     def milli_value(self) -> int:
         """The value in thousandths, rounded away from zero (MilliValue)."""

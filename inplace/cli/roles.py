@@ -1,32 +1,26 @@
-"""The roles a process can run (`inplace serve ROLE`), one module per service."""
+"""The roles a process can run (`inplace serve ROLE`), one module per service.
+
+A process imports only the service it runs (`services.<role>.service`): importing all seven
+cost every role's start ~0.2 s of CPU for code it never calls."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
-from typing import Any
+import importlib
 
 from inplace.core.settings import DEFAULT_PORTS, Settings
-from services.apiserver import service as apiserver
-from services.hotplug import service as hotplug
-from services.kubelet import service as kubelet
-from services.projector import service as projector
-from services.quota import service as quota
-from services.scheduler import service as scheduler
-from services.workload import service as workload
 
-RoleRun = Callable[..., Coroutine[Any, Any, None]]
-
-ROLES: dict[str, RoleRun] = {
-    "apiserver": apiserver.run,
-    "quota": quota.run,
-    "scheduler": scheduler.run,
-    "kubelet": kubelet.run,
-    "hotplug": hotplug.run,
-    "projector": projector.run,
-    "workload": workload.run,
-}
+ROLES: tuple[str, ...] = (
+    "apiserver",
+    "quota",
+    "scheduler",
+    "kubelet",
+    "hotplug",
+    "projector",
+    "workload",
+)
 assert set(ROLES) == set(DEFAULT_PORTS), "every role needs a default port"
 
 
 async def serve(role: str, settings: Settings, *, host: str, port: int) -> None:
-    await ROLES[role](settings, host=host, port=port)
+    service = importlib.import_module(f"services.{role}.service")
+    await service.run(settings, host=host, port=port)
