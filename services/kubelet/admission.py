@@ -35,6 +35,7 @@ from schemas.k8s import (
     ResourceList,
     ResourceRequirements,
 )
+from schemas.podview import PodLike, PodResources
 from schemas.quantity import ZERO, Quantity
 from schemas.resources import add, is_sidecar, pod_requests, qos_class, subtract
 
@@ -98,7 +99,7 @@ class NodeAllocation:
 
     name: str
     allocatable: ResourceList
-    pods: Mapping[str, Pod] = field(default_factory=dict)
+    pods: Mapping[str, PodLike] = field(default_factory=dict)
     cpu_manager_policy: CPUManagerPolicy = "none"
     memory_manager_policy: MemoryManagerPolicy = "None"
     exclusive_cpus_resize: bool = False  # the InPlacePodVerticalScalingExclusiveCPUs gate
@@ -139,7 +140,7 @@ class NodeAllocation:
             exclusive_cpus_resize=exclusive_cpus_resize,
         )
 
-    def allocated(self, key: str) -> Pod | None:
+    def allocated(self, key: str) -> PodLike | None:
         """The allocated pod under `key`, if admitted."""
         return self.pods.get(key)
 
@@ -155,9 +156,12 @@ class NodeAllocation:
             total = subtract(total, self._requests[excluding])
         return {name: quantity for name, quantity in total.items() if quantity}
 
-    def with_pod(self, pod: Pod) -> NodeAllocation:
+    def with_pod(self, pod: PodLike) -> NodeAllocation:
         """The checkpoint after allocating `pod` (admission or accepted resize); a pod already
-        present keeps its place in admission order."""
+        present keeps its place in admission order. The checkpoint keeps the pod's resource
+        fields (`PodResources`), not the whole pod: a kubelet holds every pod of its nodes for
+        as long as it runs (~7 KB each instead of ~16 KB, and no copy shared with anyone)."""
+        pod = PodResources.of(pod)
         key = pod_key(pod)
         requests = pod_requests(pod)
         return NodeAllocation(

@@ -389,18 +389,17 @@ class Kubelet:
         """Re-admit every pod of `nodes` from its allocated resources first; then each goes
         through reconcile (pending resizes, unfinished actuation) in log order."""
         pods = self.model.pods
+        # Their resource fields are all re-admission reads (and all the checkpoint keeps).
         mine = sorted(
-            (pods[key] for key in pods.keys_on(nodes)),
+            (view for _, view in pods.views(pods.keys_on(nodes))),
             key=lambda p: int(p.metadata.resource_version or 0),
         )
         for pod in mine:
             key = f"{pod.metadata.namespace}/{pod.metadata.name}"
             self._routed.setdefault(key, pod.spec.node_name or "")
-            allocated = self._allocated(pod.metadata.namespace or "", pod.metadata.name)
+            allocated = self._allocated(pod.metadata.namespace or "", pod.metadata.name or "")
             if allocated and pod.status.phase not in ("Succeeded", "Failed"):
-                await self.agents[pod.spec.node_name or ""].readmit(
-                    pod.model_copy(deep=True), allocated
-                )
+                await self.agents[pod.spec.node_name or ""].readmit(pod, allocated)
         for pod in mine:
             self.agents[pod.spec.node_name or ""].enqueue(
                 f"{pod.metadata.namespace}/{pod.metadata.name}"

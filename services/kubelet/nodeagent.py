@@ -32,6 +32,7 @@ from schemas.k8s import (
 )
 from schemas.kubeevents import event_about, reference
 from schemas.nodeswap import planning_capacity
+from schemas.podview import PodLike
 from schemas.quantity import Quantity
 from services.kubelet.actuation import (
     Blocked,
@@ -427,7 +428,7 @@ class NodeAgent:
 
     # --- pods -------------------------------------------------------------------------------
 
-    async def readmit(self, pod: Pod, allocated: Resources) -> None:
+    async def readmit(self, pod: PodLike, allocated: Resources) -> None:
         """Kubelet restart: put a running pod back from its allocated checkpoint (no event,
         no admission decision: KEP-1287 Kubelet Restart Tolerance), and back into the runtime."""
         admitted = with_resources(pod, allocated)

@@ -17,7 +17,7 @@ a decoded pod changed in place and not put back keeps its change only while it s
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Collection, Iterator, MutableMapping
+from collections.abc import Collection, Iterable, Iterator, MutableMapping
 
 from schemas.k8s import Pod
 from schemas.podview import PodLike, PodResources
@@ -100,11 +100,14 @@ class PodStore(MutableMapping[NsName, Pod]):
             hot = self._hot.get(key)
             yield key, hot if hot is not None else Pod.model_validate_json(entry.raw or b"")
 
-    def views(self) -> Iterator[tuple[NsName, PodLike]]:
-        """Every pod's resource fields (`PodResources`, read from its JSON without decoding the
-        rest), or the decoded pod where the hot set holds one (it may be newer than the JSON).
-        For a walk over every pod (seeding a role's own state); nothing is kept."""
-        for key, entry in list(self._entries.items()):
+    def views(self, keys: Iterable[NsName] | None = None) -> Iterator[tuple[NsName, PodLike]]:
+        """Every pod's (or those of `keys`) resource fields (`PodResources`, read from its JSON
+        without decoding the rest), or the decoded pod where the hot set holds one (it may be
+        newer than the JSON). For a walk over many pods (seeding a role's own state); the hot
+        set is left as it was."""
+        entries = self._entries
+        chosen = list(entries.items()) if keys is None else [(k, entries[k]) for k in keys]
+        for key, entry in chosen:
             hot = self._hot.get(key)
             yield (
                 key,

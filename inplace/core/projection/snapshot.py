@@ -20,11 +20,11 @@ from typing import TypeVar
 import asyncpg
 from aiokafka import TopicPartition
 
+from inplace.core.projection.podstore import PodStore
 from inplace.core.projection.state import ClusterState
 from inplace.core.projection.store import ProjectionStore
 from schemas import events as ev
 from schemas.envelope import Envelope, EventPayload
-from schemas.k8s import Pod
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ async def load_causes(
 class NodePods:
     """The projected pods of some nodes, their checkpoint, and where the projection is."""
 
-    pods: dict[tuple[str, str], Pod]
+    pods: PodStore  # as their JSON
     allocations: dict[tuple[str, str], ev.Allocated]
     offsets: dict[TopicPartition, int]
 

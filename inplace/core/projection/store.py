@@ -100,12 +100,7 @@ class ProjectionStore:
         for r in await conn.fetch(
             f"SELECT namespace, name, node_name, resource_version, object FROM {s}.pods"
         ):
-            pods.put_json(
-                (r["namespace"], r["name"]),
-                r["object"].encode(),
-                rv=r["resource_version"],
-                node=r["node_name"] or "",
-            )
+            _hold(pods, r)
         state.pods = pods
         for r in await conn.fetch(f"SELECT name, object FROM {s}.nodes"):
             state.nodes[r["name"]] = Node.model_validate_json(r["object"])
@@ -140,17 +135,17 @@ class ProjectionStore:
 
     async def load_pods_on(
         self, conn: asyncpg.Connection, nodes: list[str]
-    ) -> tuple[dict[tuple[str, str], Pod], dict[tuple[str, str], ev.Allocated]]:
-        """The pods bound to `nodes` and their allocation checkpoint (call with `offsets` in
-        one REPEATABLE READ transaction)."""
+    ) -> tuple[PodStore, dict[tuple[str, str], ev.Allocated]]:
+        """The pods bound to `nodes`, as their JSON (undecoded), and their allocation
+        checkpoint (call with `offsets` in one REPEATABLE READ transaction)."""
         s = self.schema
-        pods = {
-            (r["namespace"], r["name"]): Pod.model_validate_json(r["object"])
-            for r in await conn.fetch(
-                f"SELECT namespace, name, object FROM {s}.pods WHERE node_name = ANY($1::text[])",
-                nodes,
-            )
-        }
+        pods = PodStore()
+        for r in await conn.fetch(
+            f"SELECT namespace, name, node_name, resource_version, object FROM {s}.pods "
+            "WHERE node_name = ANY($1::text[])",
+            nodes,
+        ):
+            _hold(pods, r)
         rows = await conn.fetch(
             f"SELECT a.namespace, a.name, a.payload FROM {s}.allocations a JOIN {s}.pods p "
             "ON p.namespace = a.namespace AND p.name = a.name WHERE p.node_name = ANY($1::text[])",
@@ -598,3 +593,13 @@ def _policy_row(key: tuple[str, str], obj: ResourceQuota | LimitRange) -> tuple[
 
 
 __all__ = ["CHECKSUM_TABLES", "ProjectionStore", "StaleBatch", "resource_version"]
+
+
+def _hold(pods: PodStore, row: asyncpg.Record) -> None:
+    """A projected pod row into `pods`, as its JSON."""
+    pods.put_json(
+        (row["namespace"], row["name"]),
+        row["object"].encode(),
+        rv=row["resource_version"],
+        node=row["node_name"] or "",
+    )

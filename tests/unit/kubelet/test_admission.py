@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from schemas.k8s import Pod, ResourceRequirements
+from schemas.podview import PodResources
 from schemas.quantity import Quantity
 from schemas.resources import pod_requests
 from services.kubelet.admission import (
@@ -275,14 +276,15 @@ def test_decide_resize(
     wanted = resize_of(the_pod, **desired)
     got = decide_resize(the_node, the_pod, wanted)
     if expected is Accept:
-        assert got == Accept(with_resources(the_pod, wanted))
+        # The checkpoint keeps a pod's resource fields (PodResources), and so does its Accept.
+        assert got == Accept(PodResources.of(with_resources(the_pod, wanted)))
     else:
         assert got == expected
 
 
 def test_desired_equal_to_allocated_is_an_unchanged_accept() -> None:
     got = decide_resize(node("4", "8Gi", "110", A), A, {})
-    assert got == Accept(A, changed=False)
+    assert got == Accept(PodResources.of(A), changed=False)
 
 
 def test_unknown_pod_raises() -> None:
