@@ -31,7 +31,14 @@ from schemas.k8s import (
     RestartPolicy,
 )
 
-__all__ = ["PodLike", "PodResources"]
+__all__ = [
+    "ContainerView",
+    "ObjectMetaView",
+    "PodLike",
+    "PodResources",
+    "PodSpecView",
+    "PodStatusView",
+]
 
 
 class _View(BaseModel):

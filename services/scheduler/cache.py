@@ -35,12 +35,17 @@ from schemas.k8s import (
     Container,
     Node,
     Pod,
-    PodSpec,
-    PodStatus,
     ResourceList,
     ResourceRequirements,
 )
-from schemas.podview import PodLike
+from schemas.podview import (
+    ContainerView,
+    ObjectMetaView,
+    PodLike,
+    PodResources,
+    PodSpecView,
+    PodStatusView,
+)
 from schemas.quantity import ZERO, Quantity
 from schemas.resources import (
     container_requests,
@@ -102,19 +107,22 @@ def amount(name: str, quantity: Quantity) -> int:
 
 def _with_container_requests(
     pod: PodLike, regular: list[ResourceList], init: list[ResourceList]
-) -> Pod:
-    """A bare copy of `pod` whose containers request exactly the given lists (and whose
-    pod-level requests are what it holds by KEP-1287's rule).
+) -> PodResources:
+    """A bare copy of `pod`'s resource fields whose containers request exactly the given lists
+    (and whose pod-level requests are what it holds by KEP-1287's rule).
 
     schemas.resources owns Kubernetes' aggregation (sidecars, init-container peak, pod-level
     requests, overhead); feeding it per-container requests chosen here keeps one definition.
+    Every field is given: `model_construct` looks up each missing field's default, and that
+    (an `inspect.signature` per default factory) was most of pricing a running pod.
     """
 
-    def bare(container: Container, requests: ResourceList) -> Container:
-        return Container.model_construct(
+    def bare(container: ContainerView | Container, requests: ResourceList) -> ContainerView:
+        return ContainerView.model_construct(
             name=container.name,
-            restart_policy=container.restart_policy,
             resources=ResourceRequirements.model_construct(requests=requests, limits=None),
+            resize_policy=None,
+            restart_policy=container.restart_policy,
         )
 
     init_containers = pod.spec.init_containers or []
@@ -125,13 +133,21 @@ def _with_container_requests(
         if pod.spec.resources is not None
         else None
     )
-    spec = PodSpec.model_construct(
-        containers=[bare(c, r) for c, r in zip(pod.spec.containers, regular, strict=True)],
+    spec = PodSpecView.model_construct(
         init_containers=[bare(c, r) for c, r in zip(init_containers, init, strict=True)] or None,
+        containers=[bare(c, r) for c, r in zip(pod.spec.containers, regular, strict=True)],
+        restart_policy="Always",
+        node_name=None,
+        scheduler_name=None,
+        priority_class_name=None,
+        priority=None,
         overhead=pod.spec.overhead,
         resources=pod_level,
     )
-    return Pod.model_construct(spec=spec, status=PodStatus.model_construct())
+    return PodResources.model_construct(metadata=_NO_META, spec=spec, status=_NO_STATUS)
+
+
+_NO_META, _NO_STATUS = ObjectMetaView(), PodStatusView()  # shared, never changed
 
 
 def _granted_anywhere(pod: PodLike) -> bool:
