@@ -257,8 +257,8 @@ class NodeAgent:
     def _pod(self, key: str) -> Pod | None:
         # A private copy: the read model changes its objects in place as events arrive, and
         # a decision must not see its input change across an await.
-        pod = self._live(key)
-        return pod.model_copy(deep=True) if pod is not None else None
+        namespace, _, name = key.partition("/")
+        return self.model.pods.private((namespace, name))
 
     def _live(self, key: str) -> Pod | None:
         """The read model's own object, for identity (immutable metadata) and reads that

@@ -104,3 +104,17 @@ def test_views_read_every_pod_as_the_rules_read_the_whole_pod() -> None:
             assert pod_requests(view, source=source) == pod_requests(pod, source=source), key
         for source in ("spec", "actual", "max"):
             assert pod_limits(view, source=source) == pod_limits(pod, source=source), key
+
+
+def test_a_private_copy_is_the_pod_as_it_is_now_and_shared_with_nobody() -> None:
+    store = PodStore(hot=4)
+    pod = factories.pod("ns", "a")
+    store[("ns", "a")] = pod
+    pod.metadata.labels = {"changed": "yes"}
+    store[("ns", "a")] = pod  # changed while hot: its JSON is stale until asked for
+    mine = store.private(("ns", "a"))
+    assert mine is not None and mine is not store[("ns", "a")]
+    assert mine.to_k8s() == store[("ns", "a")].to_k8s()
+    mine.spec.containers[0].resources.requests = {}
+    assert store[("ns", "a")].spec.containers[0].resources.requests, "the store's pod kept"
+    assert store.private(("ns", "b")) is None

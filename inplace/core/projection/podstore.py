@@ -121,6 +121,14 @@ class PodStore(MutableMapping[NsName, Pod]):
         self._hot.pop(key, None)
         self._entries[key] = _Entry(raw, rv, node)
 
+    def private(self, key: NsName) -> Pod | None:
+        """A decoded copy of the pod that nobody else holds (a decision's input must not change
+        under it while the fold goes on): decoded from its JSON, serialized first only if the
+        hot pod changed since. Cheaper than a deep copy of the hot pod (~23 vs ~60 us), and the
+        JSON stays current until the pod's next change, so later copies only decode."""
+        raw = self.json(key)
+        return Pod.model_validate_json(raw) if raw is not None else None
+
     def json(self, key: NsName) -> bytes | None:
         """The pod's JSON, as GET serves it (None: no such pod). Serializes a changed hot pod
         once and keeps the result."""

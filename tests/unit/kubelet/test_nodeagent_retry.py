@@ -22,6 +22,7 @@ from prometheus_client import REGISTRY
 from inplace.core.bus.consumer import Record
 from inplace.core.bus.producer import Position
 from inplace.core.logwriter import LogWriter
+from inplace.core.projection.podstore import PodStore
 from inplace.core.projection.state import ClusterState
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
@@ -44,7 +45,8 @@ class Cluster:
     writes and, like the kubelet's router, hands every pod event back to the agent."""
 
     def __init__(self) -> None:
-        self.state = ClusterState()
+        self.pods = PodStore()  # as a read model holds them
+        self.state = ClusterState(pods=self.pods)
         self.agent: NodeAgent | None = None
         self.written: list[EventPayload] = []
         self._offset = 0
