@@ -38,6 +38,7 @@ __all__ = [
     "PodResources",
     "PodSpecView",
     "PodStatusView",
+    "controller_kind",
 ]
 
 
@@ -121,3 +122,12 @@ class PodResources(_View):
 
 # What the resource rules read: a whole pod, or its resource fields.
 PodLike = Pod | PodResources
+
+
+def controller_kind(pod: Pod) -> str:
+    """The kind of the pod's controlling owner ("" for none). Owner references are set at
+    creation, so this never changes over a pod's life."""
+    for ref in pod.metadata.owner_references or []:
+        if ref.controller:
+            return ref.kind
+    return ""

@@ -15,9 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from inplace.core.bus.headers import CONTROLLER_HEADER, NODE_HEADER
+from inplace.core.projection.podstore import PodStore
 from schemas import events as ev
 from schemas.envelope import EventPayload
 from schemas.k8s import Pod
+from schemas.podview import controller_kind
 
 Pods = Mapping[tuple[str, str], Pod]
 
@@ -32,7 +34,10 @@ def node_of(payload: EventPayload, pods: Pods) -> str | None:
         return direct
     if isinstance(payload, ev.PodCreated):
         return payload.pod.spec.node_name or ""
-    pod = pods.get((payload.namespace, payload.name))
+    key = (payload.namespace, payload.name)
+    if isinstance(pods, PodStore):
+        return pods.node_of(key)  # a fact it keeps: no decoding
+    pod = pods.get(key)
     if pod is None:
         return None
     return pod.spec.node_name or ""
@@ -45,16 +50,12 @@ def controller_of(payload: EventPayload, pods: Pods) -> str | None:
     if not isinstance(payload, ev.PodEvent):
         return None
     if isinstance(payload, ev.PodCreated):
-        return _controller(payload.pod)
-    held = pods.get((payload.namespace, payload.name))
-    return _controller(held) if held is not None else None
-
-
-def _controller(pod: Pod) -> str:
-    for ref in pod.metadata.owner_references or []:
-        if ref.controller:
-            return ref.kind
-    return ""
+        return controller_kind(payload.pod)
+    key = (payload.namespace, payload.name)
+    if isinstance(pods, PodStore):
+        return pods.controller_of(key)  # a fact it keeps: decoded once per pod at most
+    held = pods.get(key)
+    return controller_kind(held) if held is not None else None
 
 
 def pod_headers(payload: EventPayload, pods: Pods) -> dict[str, str]:

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Collection, Iterable, Iterator, MutableMapping
 
 from schemas.k8s import Pod
-from schemas.podview import PodLike, PodResources
+from schemas.podview import PodLike, PodResources, controller_kind
 
 NsName = tuple[str, str]
 
@@ -30,12 +30,13 @@ DEFAULT_HOT = 2048
 class _Entry:
     """One pod: its JSON (None while the decoded pod in the hot set is newer) and facts."""
 
-    __slots__ = ("node", "raw", "rv")
+    __slots__ = ("controller", "node", "raw", "rv")
 
-    def __init__(self, raw: bytes | None, rv: int, node: str) -> None:
+    def __init__(self, raw: bytes | None, rv: int, node: str, controller: str | None) -> None:
         self.raw = raw
         self.rv = rv
         self.node = node
+        self.controller = controller  # None: not known yet (a snapshot row), found on demand
 
 
 def pod_json(pod: Pod) -> bytes:
@@ -71,7 +72,7 @@ class PodStore(MutableMapping[NsName, Pod]):
         rv, node = int(pod.metadata.resource_version or 0), pod.spec.node_name or ""
         entry = self._entries.get(key)
         if entry is None:
-            self._entries[key] = _Entry(None, rv, node)
+            self._entries[key] = _Entry(None, rv, node, controller_kind(pod))
         else:
             entry.raw, entry.rv, entry.node = None, rv, node
         self._admit(key, pod)
@@ -119,7 +120,7 @@ class PodStore(MutableMapping[NsName, Pod]):
     def put_json(self, key: NsName, raw: bytes, *, rv: int, node: str) -> None:
         """Hold a pod as its JSON (a snapshot row), undecoded."""
         self._hot.pop(key, None)
-        self._entries[key] = _Entry(raw, rv, node)
+        self._entries[key] = _Entry(raw, rv, node, None)
 
     def private(self, key: NsName) -> Pod | None:
         """A decoded copy of the pod that nobody else holds (a decision's input must not change
@@ -157,6 +158,16 @@ class PodStore(MutableMapping[NsName, Pod]):
         """The node the pod is bound to ("" = unbound), or None for an unknown pod."""
         entry = self._entries.get(key)
         return entry.node if entry is not None else None
+
+    def controller_of(self, key: NsName) -> str | None:
+        """The kind of the pod's controlling owner ("" = none), or None for an unknown pod;
+        decoded once per pod at most (owner references never change)."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if entry.controller is None:
+            entry.controller = controller_kind(self[key])
+        return entry.controller
 
     def keys_on(self, nodes: Collection[str]) -> list[NsName]:
         """The pods bound to any of `nodes`, undecoded."""
