@@ -413,18 +413,10 @@ class ReadModel:
         source = f"the log from offset 0 ({found})" if isinstance(found, str) else "the projection"
         if not isinstance(found, str):
             start = {tp: n for tp, n in found.offsets.items() if tp.topic == pods_topic}
-            allocations, pods = self.state.allocations, self.pods
-            for key in found.pods:
-                held, theirs = pods.resource_version(key), found.pods.resource_version(key) or 0
-                if held is None or held < theirs:
-                    pods.put_json(
-                        key,
-                        found.pods.json(key) or b"",
-                        rv=theirs,
-                        node=found.pods.node_of(key) or "",
-                    )
-                    if allocations is not None and key in found.allocations:
-                        allocations[key] = found.allocations[key]
+            allocations = self.state.allocations
+            for key in self.pods.take_newer(found.pods):
+                if allocations is not None and key in found.allocations:
+                    allocations[key] = found.allocations[key]
         here = {tp: self.applied.get(tp, 0) for tp in self._partitions if tp.topic == pods_topic}
         read = 0
         if all(start.get(tp, 0) >= end for tp, end in here.items()):

@@ -118,3 +118,21 @@ def test_a_private_copy_is_the_pod_as_it_is_now_and_shared_with_nobody() -> None
     mine.spec.containers[0].resources.requests = {}
     assert store[("ns", "a")].spec.containers[0].resources.requests, "the store's pod kept"
     assert store.private(("ns", "b")) is None
+
+
+def test_taking_newer_pods_keeps_what_is_newer_here() -> None:
+    """A kubelet taking nodes over merges their projected pods: each pod from the projection
+    only where it is newer than (or unknown to) what the store already folded."""
+    here, projected = PodStore(), PodStore()
+    for name, rv_here, rv_there in (("a", 5, 3), ("b", 2, 4)):
+        pod = factories.pod("ns", name)
+        pod.metadata.resource_version = str(rv_here)
+        here[("ns", name)] = pod
+        there = factories.pod("ns", name)
+        there.metadata.labels = {"from": "projection"}
+        projected.put_json(("ns", name), pod_json(there), rv=rv_there, node="n1")
+    projected.put_json(("ns", "c"), pod_json(factories.pod("ns", "c")), rv=1, node="n1")
+    assert sorted(here.take_newer(projected)) == [("ns", "b"), ("ns", "c")]
+    assert here[("ns", "a")].metadata.labels is None  # newer here: kept
+    assert here[("ns", "b")].metadata.labels == {"from": "projection"}
+    assert here.resource_version(("ns", "b")) == 4 and here.node_of(("ns", "c")) == "n1"

@@ -122,6 +122,19 @@ class PodStore(MutableMapping[NsName, Pod]):
         self._hot.pop(key, None)
         self._entries[key] = _Entry(raw, rv, node, None)
 
+    def take_newer(self, other: PodStore) -> list[NsName]:
+        """Hold `other`'s pods (as their JSON and facts, undecoded) where they are newer than
+        what this store holds, or unknown to it; the keys taken."""
+        taken = []
+        for key, theirs in other._entries.items():
+            held = self._entries.get(key)
+            if held is None or held.rv < theirs.rv:
+                self._hot.pop(key, None)
+                raw = other.json(key)
+                self._entries[key] = _Entry(raw, theirs.rv, theirs.node, theirs.controller)
+                taken.append(key)
+        return taken
+
     def private(self, key: NsName) -> Pod | None:
         """A decoded copy of the pod that nobody else holds (a decision's input must not change
         under it while the fold goes on): decoded from its JSON, serialized first only if the
