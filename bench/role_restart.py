@@ -3,7 +3,8 @@ the projection snapshot versus the whole log from offset 0.
 
 Builds the history straight onto the log, streamed (nodes registered, pods created, bound and
 Running, then many resize flows each), lets the projector catch up, stops it, then starts each
-role and times /readyz. Not a test: prints figures.
+role and times /readyz. Not a test: prints figures. BENCH_LOG_LEVEL=INFO shows each role's
+own log lines (when it loaded the snapshot, joined its group, served).
 
     .venv/bin/python -m bench.role_restart --nodes 1000 --pods 50000 --resizes 20 \
         --roles apiserver,scheduler,quota,hotplug,workload,kubelet --offset0 apiserver
@@ -221,7 +222,7 @@ def main() -> None:
             "INPLACE_KAFKA_BOOTSTRAP": broker.bootstrap_servers,
             "INPLACE_POSTGRES_DSN": database.dsn("inplace"),
             "INPLACE_QUOTA_URL": "",
-            "INPLACE_LOG_LEVEL": "WARNING",
+            "INPLACE_LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
             "INPLACE_INSECURE_HTTP": "true",
             # The kubelet serves every node of the history (they are simulated nodes).
             "INPLACE_KUBELET_NODES": "0",

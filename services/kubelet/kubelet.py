@@ -22,11 +22,11 @@ from inplace.core.readmodel import ReadModel
 from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.envelope import Cause
-from schemas.k8s import Node, ResourceRequirements
+from schemas.k8s import Node
 from schemas.nodeswap import planning_capacity
 from schemas.podview import PodLike
 from services.kubelet import podfilter
-from services.kubelet.admission import POD_LEVEL, NodeAllocation
+from services.kubelet.admission import NodeAllocation
 from services.kubelet.config import KubeletConfig
 from services.kubelet.cri import RuntimeService
 from services.kubelet.leases import NodeLeases
@@ -81,8 +81,11 @@ class Kubelet:
             allocations=True,
             accept=self._accept,
         )
-        # The nodes whose pod records this process decodes (podfilter.decode).
+        # The nodes whose pod records this process decodes (podfilter.decode), from the first
+        # assignment on: until then every record is (the process does not know its nodes yet,
+        # so none has to be taken over later).
         self.owned: set[str] = set()
+        self._filtering = False
         self._adopting: set[str] = set()  # simulated nodes being taken over
         self.names = node_names(self.config)
         self.agents: dict[str, NodeAgent] = {}
@@ -111,7 +114,9 @@ class Kubelet:
 
     @property
     def ready(self) -> bool:
-        return self.started
+        """Serving its nodes, each with its pods re-admitted (an agent taking a node over in
+        a rebalance makes the process unready for that long, as at start)."""
+        return self.started and all(a.restarted.is_set() for a in self.agents.values())
 
     def _on_apply(self, record: Record) -> None:
         payload = record.envelope.payload
@@ -135,7 +140,7 @@ class Kubelet:
 
     def _accept(self, raw: RawRecord) -> bool:
         """Decode this record? Skips other processes' nodes without parsing the record."""
-        if podfilter.decode(header(raw, NODE_HEADER), self.owned):
+        if not self._filtering or podfilter.decode(header(raw, NODE_HEADER), self.owned):
             return True
         if raw.key:  # bound to another process's node: forget it if we held it unbound
             namespace, _, name = raw.key.decode().partition("/")
@@ -245,6 +250,8 @@ class Kubelet:
         await self.model.caught_up()
         simulated = [n for n, node in self.model.objects("nodes").items() if _is_simulated(node)]
         mine = owned(dict.fromkeys([*self.names, *simulated]), partitions, self.leases.count)
+        if not self._filtering:  # the first assignment: nothing of `mine` was skipped
+            self.owned, self._filtering = set(mine), True
         self.owned &= mine  # from now on the records of nodes that left are skipped
         for name in [n for n in self.agents if n not in mine]:
             await self._stop_worker(name)
@@ -263,8 +270,8 @@ class Kubelet:
                     ev.NodeRegistered(name=name, node=node_object(self.config, name))
                 )
         new = [self._make_agent(n) for n in sorted(mine) if n not in self.agents]
+        self._restart_tolerance(new)
         self.started = True
-        await self._restart_tolerance({a.name for a in new})
         for name in sorted(mine):
             if name not in self._workers:
                 self._start_worker(self.agents[name])
@@ -336,7 +343,7 @@ class Kubelet:
             await self._seed_causes()
             if self.serving and name not in self.agents and self._mine(name):
                 agent = self._make_agent(name)
-                await self._restart_tolerance({name})
+                self._restart_tolerance([agent])
                 self._start_worker(agent)
                 OWNED_NODE.labels(name).set(1)
             elif name not in self.agents:
@@ -372,38 +379,20 @@ class Kubelet:
         for (namespace, name), envelope in found.items():
             self.causes.setdefault(f"{namespace}/{name}", envelope.as_cause())
 
-    def _allocated(self, namespace: str, name: str) -> dict[str, ResourceRequirements] | None:
-        """The pod's allocation checkpoint (requests AND limits), per container name."""
-        checkpoint = self.model.state.allocations or {}
-        allocated = checkpoint.get((namespace, name))
-        if allocated is None:
-            return None
-        resources = {
-            c.name: c.resources for c in [*allocated.init_containers, *allocated.containers]
-        }
-        if allocated.pod_resources is not None:
-            resources[POD_LEVEL] = allocated.pod_resources
-        return resources
-
-    async def _restart_tolerance(self, nodes: set[str]) -> None:
-        """Re-admit every pod of `nodes` from its allocated resources first; then each goes
-        through reconcile (pending resizes, unfinished actuation) in log order."""
+    def _restart_tolerance(self, agents: list[NodeAgent]) -> None:
+        """Hand each new node agent the pods bound to its node: its worker re-admits them from
+        their allocated resources before anything else, then reconciles the unsettled ones
+        in log order (NodeAgent.restart_with). Node by node, interleaved, instead of every pod
+        of the process before any node serves."""
+        names = {a.name for a in agents}
         pods = self.model.pods
-        # Their resource fields are all re-admission reads (and all the checkpoint keeps).
-        mine = sorted(
-            (view for _, view in pods.views(pods.keys_on(nodes))),
-            key=lambda p: int(p.metadata.resource_version or 0),
-        )
-        for pod in mine:
-            key = f"{pod.metadata.namespace}/{pod.metadata.name}"
-            self._routed.setdefault(key, pod.spec.node_name or "")
-            allocated = self._allocated(pod.metadata.namespace or "", pod.metadata.name or "")
-            if allocated and pod.status.phase not in ("Succeeded", "Failed"):
-                await self.agents[pod.spec.node_name or ""].readmit(pod, allocated)
-        for pod in mine:
-            self.agents[pod.spec.node_name or ""].enqueue(
-                f"{pod.metadata.namespace}/{pod.metadata.name}"
-            )
+        keys: dict[str, list[tuple[str, str]]] = {name: [] for name in names}
+        for key in pods.keys_on(names):
+            node = pods.node_of(key) or ""
+            keys[node].append(key)
+            self._routed.setdefault(f"{key[0]}/{key[1]}", node)
+        for agent in agents:
+            agent.restart_with(keys[agent.name])
 
 
 def _unsettled(pod: PodLike) -> bool:

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from schemas import events as ev
 from schemas.envelope import EventPayload
 from schemas.k8s import Container, EventType, Pod, ResourceRequirements
+from schemas.podview import ContainerView, PodLike
 from schemas.resources import is_sidecar
 from services.kubelet.admission import (
     POD_LEVEL,
@@ -42,6 +43,7 @@ __all__ = [
     "resize_step",
     "resources_of",
     "same_resources",
+    "settled",
     "shrinks",
 ]
 
@@ -70,13 +72,13 @@ class Step:
     frees_room: bool = False  # accepted and something shrank: retry Deferred resizes
 
 
-def resizable(pod: Pod) -> list[Container]:
+def resizable(pod: PodLike) -> list[Container] | list[ContainerView]:
     """Containers whose resources the kubelet manages: sidecars, then regular containers.
     Non-sidecar init containers ran to completion and are never resized (KEP-1287)."""
     return [c for c in pod.spec.init_containers or [] if is_sidecar(c)] + pod.spec.containers
 
 
-def resources_of(pod: Pod) -> Resources:
+def resources_of(pod: PodLike) -> Resources:
     """What the kubelet allocates and actuates: each resizable container's resources, and
     the pod-level resources under POD_LEVEL when the pod has them."""
     resources = {c.name: c.resources for c in resizable(pod)}
@@ -101,7 +103,7 @@ def same_resources(
     return set(a) == set(b) and all(_cpu_memory(a[n]) == _cpu_memory(b[n]) for n in a)
 
 
-def actual_of(pod: Pod) -> dict[str, ResourceRequirements | None]:
+def actual_of(pod: PodLike) -> dict[str, ResourceRequirements | None]:
     statuses = {
         s.name: s
         for s in [
@@ -190,6 +192,21 @@ def resize_step(node: NodeAllocation, pod: Pod, node_name: str) -> Step:
         ],
         notices=[Notice("ResizeStarted", f"Pod resize started (generation {generation})")],
         frees_room=decision.changed and shrinks(resources_of(allocated), resources_of(target)),
+    )
+
+
+def settled(pod: PodLike, allocated: Resources) -> bool:
+    """Nothing for a reconcile to do with a running pod re-admitted at `allocated`: no resize
+    open or unobserved, and desired, allocated and the actual resources the status reports
+    all agree (the runtime was just set to `allocated`). Anything else is reconciled."""
+    generation = pod.metadata.generation or 1
+    observed = pod.status.observed_generation or 0
+    return (
+        pod.status.phase == "Running"
+        and pod.status.resize is None
+        and not (generation > 1 and observed < generation)
+        and same_resources(resources_of(pod), allocated)
+        and same_resources(actual_of(pod), allocated)
     )
 
 

@@ -7,9 +7,10 @@ from typing import Any
 
 from schemas import events as ev
 from schemas.k8s import Pod
+from schemas.podview import PodResources
 from schemas.quantity import Quantity
 from services.kubelet.admission import NodeAllocation
-from services.kubelet.resizestep import completion, resize_step, resources_of
+from services.kubelet.resizestep import completion, resize_step, resources_of, settled
 
 
 def pod(cpu: str, *, resize: str | None = None, actual: str | None = None, name: str = "p") -> Pod:
@@ -105,3 +106,27 @@ def test_completion_when_desired_allocated_and_actual_agree() -> None:
     assert [n.reason for n in done.notices] == ["ResizeCompleted"]
     assert completion(pod("2", resize="InProgress", actual="1"), allocated) is None
     assert completion(pod("2", actual="2"), allocated) is None
+
+
+def test_settled_only_when_nothing_is_open_and_all_three_agree() -> None:
+    """After a restart only unsettled pods are reconciled: anything open or out of step is."""
+    allocated = resources_of(pod("2"))
+    done = pod("2", actual="2")
+    done.status.observed_generation = 2
+    assert settled(done, allocated)
+    assert settled(PodResources.of(done), allocated)  # the view re-admission reads
+    unobserved = done.model_copy(deep=True)
+    unobserved.status.observed_generation = 1  # a spec change not looked at yet
+    stopped = done.model_copy(deep=True)
+    stopped.status.phase = "Pending"
+    for open_or_behind in (
+        pod("2", resize="InProgress", actual="2"),
+        pod("2", resize="Deferred", actual="2"),
+        pod("3", actual="2"),  # desired moved on from the allocation
+        pod("2", actual="1"),  # the status says the runtime is behind
+        pod("2"),  # no actual reported at all
+        unobserved,
+        stopped,
+    ):
+        open_or_behind.status.observed_generation = open_or_behind.status.observed_generation or 2
+        assert not settled(open_or_behind, allocated), open_or_behind.status
