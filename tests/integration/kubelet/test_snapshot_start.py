@@ -29,21 +29,28 @@ pytestmark = pytest.mark.integration
 CONSUMED = re.compile(r'^inplace_events_consumed_total\{role="kubelet",[^}]*\} (\S+)$', re.M)
 
 
-async def _allocations(
+async def _allocation_records(
     settings: Settings, after: dict[tuple[str, int], int]
-) -> list[tuple[str, str]]:
-    """(pod, correlation id) of each allocation on the pods topic after the offsets `after`."""
-    names: list[tuple[str, str]] = []
+) -> list[tuple[ev.Allocated, str]]:
+    """Each allocation on the pods topic after the offsets `after`, with its correlation id."""
+    found: list[tuple[ev.Allocated, str]] = []
     async with LogReader(settings.kafka_bootstrap) as reader:
         tps = await reader.partitions([settings.topic(ev.PODS)])
         start = {tp: after.get((tp.topic, tp.partition), 0) for tp in tps}
         async for batch in reader.read(start, await reader.end_offsets(tps)):
-            names += [
-                (r.envelope.payload.name, r.envelope.correlation_id)
+            found += [
+                (r.envelope.payload, r.envelope.correlation_id)
                 for r in batch.records
                 if isinstance(r.envelope.payload, ev.Allocated)
             ]
-    return names
+    return found
+
+
+async def _allocations(
+    settings: Settings, after: dict[tuple[str, int], int]
+) -> list[tuple[str, str]]:
+    """(pod, correlation id) of each allocation on the pods topic after the offsets `after`."""
+    return [(a.name, correlation) for a, correlation in await _allocation_records(settings, after)]
 
 
 def _proposed(name: str, cpu: str) -> Envelope:
@@ -126,3 +133,55 @@ async def test_kubelet_restarts_from_the_projection_and_reads_only_the_tail(
     assert sorted(name for name, _ in allocated) == ["web-1", "web-2", "web-3"], allocated
     assert ("web-2", asked.correlation_id) in allocated, allocated
     assert ("web-3", unbound.correlation_id) in allocated, allocated
+
+
+async def test_a_node_taken_over_later_gets_the_records_written_before_its_binding_was_seen(
+    settings: Settings, producer: EventProducer, tmp_path: Path
+) -> None:
+    """Once a process knows its nodes it skips other nodes' records; a node it takes over
+    later (here a simulated node registered while it runs) is loaded from the log, records
+    written with `node` = "" included: without them the pod below would not exist there, or
+    would start at the size it had before its resize."""
+    ids = {"namespace": "team-a", "name": "late", "uid": "uid-team-a-late"}
+    kubelet = RoleProcess("kubelet", settings, tmp_path / "kubelet.log", INPLACE_KUBELET_NODES="0")
+    kubelet.start()
+    try:
+        await kubelet.ready()
+        created = ev.PodCreated(**ids, pod=factories.pod("team-a", "late", cpu="100m"))
+        await producer.publish(Envelope.wrap(created, producer="apiserver"), headers={"node": ""})
+        bound = ev.PodBound(**ids, node_name="sim-1")
+        # Another process's node, as far as this one knows: skipped, and the pod forgotten.
+        await producer.publish(
+            Envelope.wrap(bound, producer="scheduler"), headers={"node": "sim-1"}
+        )
+        # A resize the apiserver wrote before it saw the binding: decoded, of no pod it holds.
+        asked = Envelope.wrap(
+            ev.ResizeProposed(
+                **ids,
+                containers=[
+                    ev.ContainerResources(
+                        name="app", resources=factories.resources("300m", "128Mi")
+                    )
+                ],
+            ),
+            producer="apiserver",
+        )
+        await producer.publish(asked, headers={"node": ""})
+        node = factories.node("sim-1")
+        node.metadata.annotations = {"inplace.io/simulated": "true"}
+        await producer.publish(
+            Envelope.wrap(ev.NodeRegistered(name="sim-1", node=node), producer="kubelet")
+        )
+
+        async def allocations() -> list[ev.Allocated]:
+            return [a for a, _ in await _allocation_records(settings, {})]
+
+        allocated = await until(
+            allocations, bool, "the kubelet took sim-1 over and admitted its pod"
+        )
+    finally:
+        kubelet.stop()
+    # Admitted at the size the resize asked for.
+    assert [(a.name, str(a.containers[0].resources.requests["cpu"])) for a in allocated] == [
+        ("late", "300m")
+    ], allocated
