@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import typer
@@ -24,10 +24,14 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if isinstance(exc, OSError | KeyError) else text
 
 
-def run_async(coro: Coroutine[Any, Any, T]) -> T:
+LoopFactory = Callable[[], asyncio.AbstractEventLoop]
+
+
+def run_async(coro: Coroutine[Any, Any, T], loop_factory: LoopFactory | None = None) -> T:
     """asyncio.run with every expected failure mapped to a one-line error and exit 1."""
     try:
-        return asyncio.run(coro)
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            return runner.run(coro)
     except typer.Exit:
         raise
     except KeyboardInterrupt:

@@ -7,6 +7,7 @@ import signal
 import sys
 
 import typer
+import uvloop
 from pydantic import ValidationError
 from rich.console import Console
 
@@ -50,7 +51,11 @@ def serve_cmd(
     except ValidationError as exc:
         raise fail(str(exc.errors()[0]["msg"]).removeprefix("Value error, ")) from None
     configure_logging(settings.log_level, role)
-    run_async(serve(role, settings, host=host or settings.host, port=port or DEFAULT_PORTS[role]))
+    loop = uvloop.new_event_loop if settings.event_loop == "uvloop" else None
+    run_async(
+        serve(role, settings, host=host or settings.host, port=port or DEFAULT_PORTS[role]),
+        loop_factory=loop,
+    )
 
 
 @app.command("topics")

@@ -148,7 +148,10 @@ class RoleServer:
         http = asyncio.create_task(server.serve(sockets=[listener]), name="http")
         self._tasks = [asyncio.create_task(fn(), name=name) for name, fn in loops.items()]
         scheme = "https" if self.tls else "http"
-        log.info("%s serving on %s://%s:%d", self.role, scheme, self.host, self.port)
+        loop_kind = type(asyncio.get_running_loop()).__module__.split(".")[0]  # uvloop / asyncio
+        log.info(
+            "%s serving on %s://%s:%d (%s)", self.role, scheme, self.host, self.port, loop_kind
+        )
         waiter = asyncio.create_task(stop.wait(), name="signal")
         done, _ = await asyncio.wait([waiter, http, *self._tasks], return_when="FIRST_COMPLETED")
         if waiter not in done:  # say why a role ends without a signal

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -53,6 +54,9 @@ class Settings(BaseSettings):
     pki_dir: str = Field(default="", description="credentials directory (inplace pki init)")
     insecure_http: bool = Field(default=False, description="plain HTTP on loopback, no auth")
     log_level: str = Field(default="INFO")
+    # uvloop (libuv) runs a role's event loop with less CPU per wake-up than asyncio's own;
+    # "asyncio" is the fallback should a library misbehave on it.
+    event_loop: Literal["uvloop", "asyncio"] = Field(default="uvloop")
 
     def credentials_dir(self) -> Path | None:
         return Path(self.pki_dir) if self.pki_dir else None
