@@ -75,9 +75,9 @@ def _history(nodes: int, pods: int, resizes: int) -> Iterator[Envelope]:
         yield Envelope.wrap(ev.PodCreated(**ids, pod=_pod(f"p-{i}", node)), producer="bench")
         yield Envelope.wrap(ev.PodPhaseChanged(**ids, phase="Running"), producer="bench")
     for r in range(resizes):
-        want = ResourceRequirements.model_validate(
-            {"requests": {"cpu": f"{10 + r}m"}, "limits": {"cpu": f"{10 + r}m"}}
-        )
+        # As `kubectl patch --subresource resize` of cpu leaves memory as it was.
+        amounts = {"cpu": f"{10 + r}m", "memory": "16Mi"}
+        want = ResourceRequirements.model_validate({"requests": amounts, "limits": amounts})
         for i in range(pods):
             ids = {"namespace": "default", "name": f"p-{i}", "uid": f"p-{i}"}
             node = f"node-{i % nodes}"

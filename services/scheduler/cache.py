@@ -221,7 +221,15 @@ def pod_demand(pod: PodLike) -> PodDemand:
     if _granted_anywhere(pod):
         per_container = resize_aware_containers(pod)
         requests = scheduling_requests(pod, per_container)
-        non_zero = _non_zero_requests(pod, per_container)
+        regular, init = per_container
+        if pod.spec.resources is None and all(
+            _NON_MISSING.keys() <= r.keys() for r in [*regular, *init]
+        ):
+            # No container needs a default and no pod-level requests differ by source: the
+            # scoring requests are these (building the defaulted pod was half the price).
+            non_zero = requests
+        else:
+            non_zero = _non_zero_requests(pod, per_container)
     else:  # nothing granted yet: the spec, and the fast paths
         requests = pod_requests(pod, source="spec")
         non_zero = _non_zero_requests(pod, None)

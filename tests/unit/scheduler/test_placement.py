@@ -14,12 +14,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemas.k8s import Node, Pod, ResourceList
-from schemas.quantity import Quantity
+from schemas.quantity import ZERO, Quantity
+from schemas.resources import resize_aware_containers
 from services.scheduler.cache import (
     CapacityFreed,
     PendingPodShrunk,
     PodDemand,
     SchedulerCache,
+    _granted_anywhere,
+    _non_zero_requests,
+    amount,
     effective_requests,
     pod_demand,
 )
@@ -33,6 +37,7 @@ from services.scheduler.placement import (
     schedule,
     score,
 )
+from tests import factories
 
 # --- builders -------------------------------------------------------------------------------------
 
@@ -407,6 +412,33 @@ DEMAND_CASES: list[tuple[str, Pod, PodDemand]] = [
 )
 def test_pod_demand(pod: Pod, expected: PodDemand) -> None:
     assert pod_demand(pod) == expected
+
+
+def test_scoring_requests_are_the_defaulted_pods_whichever_way_they_are_found() -> None:
+    """A granted pod whose containers all set cpu and memory (and with no pod-level requests)
+    skips building the defaulted copy: its scoring requests are the same either way."""
+    folded = factories.fold(*(e.payload for e in factories.every_type_stream()))
+    no_memory = mkpod("no-memory", [ctr("app", "500m")], statuses=[cs("app", {"cpu": "1"})])
+    sidecar_without = mkpod(
+        "sidecar-without",
+        [ctr("app", "1", "1Gi")],
+        init=[ctr("log", sidecar=True)],
+        statuses=[cs("app", {"cpu": "2", "memory": "1Gi"})],
+    )
+    pods = [case[1] for case in DEMAND_CASES] + list(folded.pods.values())
+    pods += [no_memory, sidecar_without]
+    checked = 0
+    for pod in pods:
+        if not _granted_anywhere(pod):
+            continue
+        slow = _non_zero_requests(pod, resize_aware_containers(pod))
+        demand = pod_demand(pod)
+        assert (demand.non_zero_cpu, demand.non_zero_memory) == (
+            amount("cpu", slow.get("cpu", ZERO)),
+            amount("memory", slow.get("memory", ZERO)),
+        ), pod.metadata.name
+        checked += 1
+    assert checked > 20
 
 
 # --- KEP-1287 end to end: does a 2-cpu pod still fit next to a resizing pod? ----------------------
