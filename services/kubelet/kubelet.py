@@ -270,7 +270,7 @@ class Kubelet:
                     ev.NodeRegistered(name=name, node=node_object(self.config, name))
                 )
         new = [self._make_agent(n) for n in sorted(mine) if n not in self.agents]
-        self._restart_tolerance(new)
+        self._hand_over_pods(new)
         self.started = True
         for name in sorted(mine):
             if name not in self._workers:
@@ -343,7 +343,7 @@ class Kubelet:
             await self._seed_causes()
             if self.serving and name not in self.agents and self._mine(name):
                 agent = self._make_agent(name)
-                self._restart_tolerance([agent])
+                self._hand_over_pods([agent])
                 self._start_worker(agent)
                 OWNED_NODE.labels(name).set(1)
             elif name not in self.agents:
@@ -379,7 +379,7 @@ class Kubelet:
         for (namespace, name), envelope in found.items():
             self.causes.setdefault(f"{namespace}/{name}", envelope.as_cause())
 
-    def _restart_tolerance(self, agents: list[NodeAgent]) -> None:
+    def _hand_over_pods(self, agents: list[NodeAgent]) -> None:
         """Hand each new node agent the pods bound to its node: its worker re-admits them from
         their allocated resources before anything else, then reconciles the unsettled ones
         in log order (NodeAgent.restart_with). Node by node, interleaved, instead of every pod
