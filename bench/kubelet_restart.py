@@ -170,8 +170,8 @@ async def bench(settings: Settings, nodes: int, per_node: int, resizes: int, hom
     per_pod = {k: v for k, v in written.items() if k != "KubeEventRecorded"}
     print(f"written by the restarted kubelet: {dict(sorted(per_pod.items()))}")
     print(
-        f"  (expected: {len(chosen)} each of Allocated/Actuated and 2x{len(chosen)} "
-        "ResizeStatusChanged — nothing for the untouched pods)"
+        f"  (expected: {len(chosen)} each of Allocated (setting InProgress) and Actuated "
+        "(clearing it) — nothing for the untouched pods)"
     )
 
 

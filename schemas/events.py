@@ -148,6 +148,17 @@ class ResizeStatusChanged(KubeletPodEvent):
     decision: DecisionRecord | None = None  # the inputs of a Deferred / Infeasible decision
 
 
+class ResizeStatusUpdate(PayloadModel):
+    """status.resize as an Allocated or Actuated leaves it, in the same event (the kubelet
+    updates allocation and status, or actual resources and status, in one status update, as
+    Kubernetes' status manager does): InProgress when a resize is accepted, cleared (None)
+    when the actuation completes it. Saves every reader a ResizeStatusChanged per step."""
+
+    resize: ResizeStatus | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
 class ContainerAllocation(PayloadModel):
     """The kubelet's checkpoint per container: requests AND limits (actuation needs both);
     the API shows the requests as containerStatuses[].allocatedResources."""
@@ -202,6 +213,7 @@ class Allocated(KubeletPodEvent):
     init_containers: list[ContainerAllocation] = Field(default_factory=list)
     # Allocated pod-level resources (status.allocatedResources shows the requests).
     pod_resources: ResourceRequirements | None = None
+    resize_status: ResizeStatusUpdate | None = None  # None: status.resize unchanged
 
 
 class ContainerActual(PayloadModel):
@@ -218,6 +230,17 @@ class Actuated(KubeletPodEvent):
     init_containers: list[ContainerActual] = Field(default_factory=list)
     # Pod-level resources applied to the pod's cgroup (status.resources).
     pod_resources: ResourceRequirements | None = None
+    resize_status: ResizeStatusUpdate | None = None  # None: status.resize unchanged
+
+
+def resize_change(payload: EventPayload) -> ResizeStatusChanged | ResizeStatusUpdate | None:
+    """The status.resize change an event makes: a ResizeStatusChanged, or the status an
+    Allocated or Actuated sets with it; None when it leaves status.resize alone."""
+    if isinstance(payload, ResizeStatusChanged):
+        return payload
+    if isinstance(payload, Allocated | Actuated):
+        return payload.resize_status
+    return None
 
 
 class PodBound(PodEvent):

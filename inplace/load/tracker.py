@@ -211,13 +211,14 @@ class Tracker:
             trace.mark("proposed", at)
         elif isinstance(payload, ev.Allocated):
             trace.mark("allocated", at)
-        elif isinstance(payload, ev.ResizeStatusChanged):
-            trace.mark(_STATUS[payload.resize], at)
         elif isinstance(payload, ev.Actuated):
             trace.actual = signature((c.name, c.resources) for c in payload.containers)
             trace.counts["actuated"] += 1
             if trace.actual == trace.desired:
                 trace.times.setdefault("actuated", at)
+        change = ev.resize_change(payload)
+        if change is not None:  # on its own, or set with the Allocated / Actuated
+            trace.mark(_STATUS[change.resize], at)
         outcome = trace.outcome
         if not trace.settled and outcome in SETTLED:
             trace.settled = True

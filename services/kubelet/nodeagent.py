@@ -87,6 +87,7 @@ from services.kubelet.resizestep import (
     Resources,
     Step,
     actual_of,
+    actuated_step,
     allocated_event,
     completion,
     resizable,
@@ -622,19 +623,25 @@ class NodeAgent:
             # (e.g. one a SIGKILL cut off mid-actuation).
             await self._actuate(key, generation)
             return
-        if not await self._actuate(key, generation):
+        if not await self._actuate(key, generation, complete=True):
             return
+        # Usually the Actuated just written completed it; this completes a resize whose
+        # actual resources the log already showed (nothing new to report).
         pod = self._live(key)
         allocated = resources_of(self.checkpoint.allocated(key) or pod)  # type: ignore[arg-type]
         done = completion(pod, allocated) if pod is not None else None
         if done is not None and pod is not None:
             await self._carry_out(key, pod, done)
-            self._noted.pop(key, None)
-            self._count(self.book.close(key, "completed"))
-            started = self._started.pop(key, None)
-            if started is not None:
-                POD_RESIZE_MS.labels("true").observe((time.monotonic() - started) * 1000)
-            self._attempts.pop(key, None)
+            self._resize_completed(key)
+
+    def _resize_completed(self, key: str) -> None:
+        """Bookkeeping once status.resize is cleared: the book, the resize duration metric."""
+        self._noted.pop(key, None)
+        self._count(self.book.close(key, "completed"))
+        started = self._started.pop(key, None)
+        if started is not None:
+            POD_RESIZE_MS.labels("true").observe((time.monotonic() - started) * 1000)
+        self._attempts.pop(key, None)
 
     async def _carry_out(self, key: str, pod: Pod, step: Step) -> None:
         # One step's events were decided together: one write, one wait (Allocated and
@@ -675,9 +682,10 @@ class NodeAgent:
             DEFERRED_ACCEPTED.labels(trigger or "periodic_retry").inc()
         self._gauges()
 
-    async def _actuate(self, key: str, generation: int | None) -> bool:
+    async def _actuate(self, key: str, generation: int | None, *, complete: bool = False) -> bool:
         """Bring the runtime to the allocation; True when actual == allocated. What it writes
-        observes `generation` (the spec this reconcile decided on)."""
+        observes `generation` (the spec this reconcile decided on); `complete`: its Actuated
+        may complete the open resize (an accepted one, not one left Deferred / Infeasible)."""
         allocated_pod = self.checkpoint.allocated(key)
         runtime = self.pods.get(key)
         if allocated_pod is None:
@@ -742,7 +750,8 @@ class NodeAgent:
                     ),
                     key,
                 )
-        await self._publish_actual(key, generation, result.actual)
+        done = complete and result.ok and not result.read_errors
+        await self._publish_actual(key, generation, result.actual, complete=done)
         if not result.ok:
             RUNTIME_OP_ERRORS.labels("container_update").inc()
             if pod is not None:
@@ -770,9 +779,16 @@ class NodeAgent:
         self._started[key] = now
 
     async def _publish_actual(
-        self, key: str, generation: int | None, linux: Mapping[str, object] | None = None
+        self,
+        key: str,
+        generation: int | None,
+        linux: Mapping[str, object] | None = None,
+        *,
+        complete: bool = False,
     ) -> None:
-        """Actuated with what the runtime reports, when it differs from what the log says."""
+        """Actuated with what the runtime reports, when it differs from what the log says;
+        `complete` (the actuation succeeded): clearing status.resize with it when that
+        completes the open resize (resizestep.actuated_step)."""
         allocated_pod = self.checkpoint.allocated(key)
         runtime = self.pods.get(key)
         pod = self._live(key)
@@ -794,27 +810,28 @@ class NodeAgent:
             actual[POD_LEVEL] = requirements_from_linux(sandbox.resources, allocated[POD_LEVEL])
         if same_resources(actual, actual_of(pod)):
             return
-        pod_level = actual.pop(POD_LEVEL, None)
         sidecars = {c.name for c in pod.spec.init_containers or []}
-        await self._write(
-            ev.Actuated(
-                **self._ids(pod),
-                observed_generation=generation,
-                node_name=self.name,
-                containers=[
-                    ev.ContainerActual(name=n, resources=r)
-                    for n, r in actual.items()
-                    if n not in sidecars
-                ],
-                init_containers=[
-                    ev.ContainerActual(name=n, resources=r)
-                    for n, r in actual.items()
-                    if n in sidecars
-                ],
-                pod_resources=pod_level,
-            ),
-            key,
+        event = ev.Actuated(
+            **self._ids(pod),
+            observed_generation=generation,
+            node_name=self.name,
+            containers=[
+                ev.ContainerActual(name=n, resources=r)
+                for n, r in actual.items()
+                if n not in sidecars and n != POD_LEVEL
+            ],
+            init_containers=[
+                ev.ContainerActual(name=n, resources=r) for n, r in actual.items() if n in sidecars
+            ],
+            pod_resources=actual.get(POD_LEVEL),
         )
+        if not complete:
+            await self._write(event, key)
+            return
+        step = actuated_step(pod, allocated, actual, event)
+        await self._carry_out(key, pod, step)
+        if step.outcome == "completed":
+            self._resize_completed(key)
 
 
 def _resources_of_checkpoint(allocated: ev.Allocated) -> Resources:

@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 Resources = dict[str, ResourceRequirements]
-Outcome = Literal["unchanged", "resume", "deferred", "infeasible", "accepted"]
+Outcome = Literal["unchanged", "resume", "deferred", "infeasible", "accepted", "completed"]
 
 
 @dataclass(frozen=True)
@@ -145,8 +145,14 @@ def _ids(pod: Pod) -> dict[str, Any]:
     }
 
 
-def allocated_event(pod: Pod, allocation: Pod, node_name: str) -> ev.Allocated:
-    """The checkpoint entry of an admitted pod or resize (sidecars with the containers)."""
+IN_PROGRESS = ev.ResizeStatusUpdate(resize="InProgress")
+
+
+def allocated_event(
+    pod: Pod, allocation: Pod, node_name: str, resize_status: ev.ResizeStatusUpdate | None = None
+) -> ev.Allocated:
+    """The checkpoint entry of an admitted pod or resize (sidecars with the containers), and
+    the status.resize it sets with it (InProgress for an accepted resize)."""
     sidecars = [c for c in allocation.spec.init_containers or [] if is_sidecar(c)]
     return ev.Allocated(
         **_ids(pod),
@@ -154,6 +160,7 @@ def allocated_event(pod: Pod, allocation: Pod, node_name: str) -> ev.Allocated:
         containers=allocations(allocation.spec.containers),
         init_containers=allocations(sidecars),
         pod_resources=allocation.spec.resources,
+        resize_status=resize_status,
     )
 
 
@@ -186,10 +193,9 @@ def resize_step(node: NodeAllocation, pod: Pod, node_name: str) -> Step:
         "accepted",
         decision,
         allocation=target,
-        writes=[
-            allocated_event(pod, target, node_name),
-            ev.ResizeStatusChanged(**_ids(pod), resize="InProgress"),
-        ],
+        # Allocation and InProgress in one status update, as the kubelet's status manager
+        # writes them (one event for every reader instead of two).
+        writes=[allocated_event(pod, target, node_name, IN_PROGRESS)],
         notices=[Notice("ResizeStarted", f"Pod resize started (generation {generation})")],
         frees_room=decision.changed and shrinks(resources_of(allocated), resources_of(target)),
     )
@@ -210,16 +216,37 @@ def settled(pod: PodLike, allocated: Resources) -> bool:
     )
 
 
+COMPLETED = ev.ResizeStatusUpdate(resize=None)
+
+
 def completion(pod: Pod, allocated: Resources) -> Step | None:
     """The resize is done when desired, allocated and actual agree while one is open."""
-    if pod.status.resize is None:
-        return None
-    if not (
-        same_resources(resources_of(pod), allocated) and same_resources(actual_of(pod), allocated)
-    ):
+    if not _completes(pod, allocated, actual_of(pod)):
         return None
     return Step(
         "unchanged",
         writes=[ev.ResizeStatusChanged(**_ids(pod), resize=None)],
         notices=[Notice("ResizeCompleted", "Pod resize completed")],
+    )
+
+
+def actuated_step(pod: Pod, allocated: Resources, actual: Resources, event: ev.Actuated) -> Step:
+    """Report what the runtime applied (`event`, carrying `actual`); when that completes the
+    open resize, the same event clears status.resize: resources and status in one status
+    update, as Kubernetes' status manager writes them, one event for every reader instead of
+    two. `Step.outcome` "completed" says it did."""
+    if not _completes(pod, allocated, actual):
+        return Step("unchanged", writes=[event])
+    return Step(
+        "completed",
+        writes=[event.model_copy(update={"resize_status": COMPLETED})],
+        notices=[Notice("ResizeCompleted", "Pod resize completed")],
+    )
+
+
+def _completes(pod: Pod, allocated: Resources, actual: Resources) -> bool:
+    return (
+        pod.status.resize is not None
+        and same_resources(resources_of(pod), allocated)
+        and same_resources(actual, allocated)
     )

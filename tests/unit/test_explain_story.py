@@ -202,3 +202,22 @@ def test_a_retry_with_nothing_recorded_names_the_periodic_retry() -> None:
     )
     undeferred = pod_story("d/web", [own[0], *own[2:]]).resizes[0]
     assert undeferred.outcome == "Completed" and undeferred.retried is None
+
+
+def test_statuses_set_with_the_allocation_and_the_actuation_are_told_as_their_own_steps() -> None:
+    proposed, allocated, _, actuated, _ = factories.resize_flow("d", "web", "n1", "2", "1Gi")
+    own = _records(
+        ev.PodBound(**IDS, node_name="n1"),
+        proposed,  # t=1
+        allocated.model_copy(update={"resize_status": ev.ResizeStatusUpdate(resize="InProgress")}),
+        actuated.model_copy(update={"resize_status": ev.ResizeStatusUpdate(resize=None)}),
+    )
+    [resize] = pod_story("d/web", own).resizes
+    assert [(s.event, s.offset) for s in resize.steps] == [
+        ("Allocated", 2),
+        ("ResizeStatusChanged(InProgress)", 2),
+        ("Actuated", 3),
+        ("ResizeStatusChanged(cleared)", 3),
+    ]
+    assert resize.outcome == "Completed"
+    assert resize.durations_ms == {"admission": 1000.0, "actuation": 1000.0, "total": 2000.0}

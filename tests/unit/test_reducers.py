@@ -164,6 +164,47 @@ POD_CASES: list[tuple[str, list[ev.EventPayload], PodCheck, object]] = [
         (None, None),
     ),
     (
+        "an Allocated setting InProgress, then an Actuated clearing it, as the two events did",
+        [
+            CREATED,
+            ev.Allocated(
+                namespace=NS,
+                name=NAME,
+                uid=UID,
+                node_name="n1",
+                resize_status=ev.ResizeStatusUpdate(resize="InProgress"),
+            ),
+        ],
+        lambda p: (p.status.resize, [(c.type, c.status) for c in p.status.conditions]),
+        ("InProgress", [("PodResizeInProgress", "True")]),
+    ),
+    (
+        "an Actuated completing the resize clears status.resize and its condition",
+        [
+            CREATED,
+            ev.ResizeStatusChanged(namespace=NS, name=NAME, uid=UID, resize="InProgress"),
+            ev.Actuated(
+                namespace=NS,
+                name=NAME,
+                uid=UID,
+                node_name="n1",
+                resize_status=ev.ResizeStatusUpdate(resize=None),
+            ),
+        ],
+        lambda p: (p.status.resize, p.status.conditions),
+        (None, None),
+    ),
+    (
+        "an Actuated without a status leaves status.resize alone",
+        [
+            CREATED,
+            ev.ResizeStatusChanged(namespace=NS, name=NAME, uid=UID, resize="InProgress"),
+            ev.Actuated(namespace=NS, name=NAME, uid=UID, node_name="n1"),
+        ],
+        lambda p: p.status.resize,
+        "InProgress",
+    ),
+    (
         "InProgress with reason Error carries the runtime's message on the condition",
         [
             CREATED,

@@ -120,23 +120,37 @@ def _scheduling_step(record: Record) -> Step | None:
     return None
 
 
-def _status_step(record: Record, payload: ev.ResizeStatusChanged) -> Step:
+def _status_step(record: Record, payload: ev.ResizeStatusChanged | ev.ResizeStatusUpdate) -> Step:
+    """status.resize moved (on its own, or with an Allocated / Actuated: shown as its own
+    step at the same offset, named as the status event it stands for)."""
     env = record.envelope
+    decision = payload.decision if isinstance(payload, ev.ResizeStatusChanged) else None
     if payload.resize is None:
         text = "completed: status.resize cleared (actual = allocated = desired)"
     elif payload.resize == "InProgress":
         text = "InProgress: the kubelet accepted it and is actuating"
     else:
         text = f"{payload.resize}: {payload.message or ''}".rstrip(": ")
-        if payload.decision is not None:
-            text += f" [inputs: {describe_decision(payload.decision)}]"
+        if decision is not None:
+            text += f" [inputs: {describe_decision(decision)}]"
     return Step(
         time=env.time,
         offset=record.position.offset,
-        event=f"{env.type}({payload.resize or 'cleared'})",
+        event=f"{ev.ResizeStatusChanged.TYPE}({payload.resize or 'cleared'})",
         text=text,
-        decision=payload.decision,
+        decision=decision,
     )
+
+
+def _steps(record: Record) -> list[Step]:
+    """A record's step, and the status step of the status an Allocated / Actuated sets."""
+    step = _step(record)
+    if step is None:
+        return []
+    change = ev.resize_change(record.envelope.payload)
+    if change is None or isinstance(change, ev.ResizeStatusChanged):
+        return [step]
+    return [step, _status_step(record, change)]
 
 
 def _step(record: Record) -> Step | None:
@@ -261,9 +275,8 @@ def pod_story(
             story.resizes.append(current)
             if isinstance(payload, ev.ResizeProposed):
                 continue
-        step = _step(record)
-        if current is not None and step is not None:
-            current.steps.append(step)
+        if current is not None:
+            current.steps.extend(_steps(record))
     if current is not None:
         _close(current, others or {})
     story.now = story.resizes[-1].outcome if story.resizes else "no resize on record"

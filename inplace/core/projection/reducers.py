@@ -147,6 +147,18 @@ def _resize_conditions(
     )
 
 
+def _set_resize(
+    pod: Pod,
+    when: datetime,
+    payload: ev.KubeletPodEvent,
+    change: ev.ResizeStatusChanged | ev.ResizeStatusUpdate,
+) -> None:
+    """status.resize and its conditions as a kubelet event sets them (on its own, or with an
+    allocation or actuation)."""
+    pod.status.resize = change.resize
+    _resize_conditions(pod, when, change.reason, change.message, observed_generation(pod, payload))
+
+
 def reduce_pod(
     pod: Pod | None, env: Envelope, position: Position, *, adopt: bool = False
 ) -> Pod | None:
@@ -193,10 +205,7 @@ def reduce_pod(
         for container in [*pod.spec.containers, *(pod.spec.init_containers or [])]:
             container.image = payload.images.get(container.name, container.image)
     elif isinstance(payload, ev.ResizeStatusChanged):
-        status.resize = payload.resize
-        _resize_conditions(
-            pod, when, payload.reason, payload.message, observed_generation(pod, payload)
-        )
+        _set_resize(pod, when, payload, payload)
     elif isinstance(payload, ev.Allocated):
         for allocs, init in ((payload.containers, False), (payload.init_containers, True)):
             for alloc in allocs:
@@ -204,6 +213,8 @@ def reduce_pod(
                 cs.allocated_resources = dict(alloc.resources.requests or {})
         if payload.pod_resources is not None:
             status.allocated_resources = dict(payload.pod_resources.requests or {})
+        if payload.resize_status is not None:
+            _set_resize(pod, when, payload, payload.resize_status)
     elif isinstance(payload, ev.Actuated):
         for actuals, init in ((payload.containers, False), (payload.init_containers, True)):
             for actual in actuals:
@@ -211,6 +222,8 @@ def reduce_pod(
                 cs.resources = _take(actual.resources, adopt)
         if payload.pod_resources is not None:
             status.resources = _take(payload.pod_resources, adopt)
+        if payload.resize_status is not None:
+            _set_resize(pod, when, payload, payload.resize_status)
     elif isinstance(payload, ev.PodBound):
         pod.spec.node_name = payload.node_name
         _set_condition(status, "PodScheduled", "True", when)

@@ -12,6 +12,7 @@ from prometheus_client import REGISTRY
 
 from inplace.core.projection.replay import pod_history
 from inplace.core.settings import Settings
+from schemas import events as ev
 from schemas.quantity import Quantity
 from tests.integration.conftest import RoleProcess, call, until
 from tests.integration.kubelet.conftest import cpu_resize, node0_pod, running_kubelet
@@ -43,11 +44,8 @@ async def test_a_deferred_resize_is_retried_periodically_then_completes(
         await call(v1.delete_namespaced_pod, "hog", "default")
         await until(web, lambda p: p.status.resize is None, "resized")
     history = await pod_history(settings.kafka_bootstrap, "default", "web", settings.topic_prefix)
-    statuses = [
-        e.record.envelope.payload.resize  # type: ignore[attr-defined]
-        for e in history
-        if e.record.envelope.type == "ResizeStatusChanged"
-    ]
+    changes = [ev.resize_change(e.record.envelope.payload) for e in history]
+    statuses = [c.resize for c in changes if c is not None]
     assert statuses == ["Deferred", "InProgress", None], "retries wrote nothing new"
 
 

@@ -80,6 +80,6 @@ async def test_restart_between_allocated_and_in_progress(
     history = await pod_history(settings.kafka_bootstrap, "default", "cut", settings.topic_prefix)
     steps = [h.record.envelope.payload for h in history]
     after = steps[max(i for i, p in enumerate(steps) if isinstance(p, ev.Allocated)) :]
-    statuses = [p.resize for p in after if isinstance(p, ev.ResizeStatusChanged)]
+    statuses = [c.resize for p in after if (c := ev.resize_change(p)) is not None]
     assert statuses == ["InProgress", None], [type(p).__name__ for p in after]
     assert not any(isinstance(p, ev.Allocated) for p in after[1:])  # allocated exactly once

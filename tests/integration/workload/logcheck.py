@@ -18,7 +18,12 @@ def max_concurrent_resizes(log: list[Envelope]) -> int:
         if isinstance(p, ev.ResizeProposed) and p.uid not in open_since:
             open_since[p.uid] = env.time.timestamp()
             points.append((env.time.timestamp(), 1))
-        elif isinstance(p, ev.ResizeStatusChanged) and p.resize is None and p.uid in open_since:
+        elif (
+            isinstance(p, ev.PodEvent)
+            and (change := ev.resize_change(p)) is not None
+            and change.resize is None
+            and p.uid in open_since
+        ):
             del open_since[p.uid]
             points.append((env.time.timestamp(), -1))
     current = peak = 0

@@ -27,11 +27,14 @@ def in_progress(cluster: Cluster, name: str) -> Any:
 
 
 def statuses(cluster: Cluster, name: str) -> list[tuple[str | None, str | None]]:
-    """(resize, reason) of every ResizeStatusChanged the agent wrote about `name`."""
+    """(resize, reason) of every status.resize change the agent wrote about `name` (on its
+    own or with an Allocated / Actuated)."""
     return [
-        (p.resize, p.reason)
+        (change.resize, change.reason)
         for p in cluster.written
-        if isinstance(p, ev.ResizeStatusChanged) and p.name == name
+        if isinstance(p, ev.PodEvent)
+        and p.name == name
+        and (change := ev.resize_change(p)) is not None
     ]
 
 

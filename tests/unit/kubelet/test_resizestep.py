@@ -10,7 +10,13 @@ from schemas.k8s import Pod
 from schemas.podview import PodResources
 from schemas.quantity import Quantity
 from services.kubelet.admission import NodeAllocation
-from services.kubelet.resizestep import completion, resize_step, resources_of, settled
+from services.kubelet.resizestep import (
+    actuated_step,
+    completion,
+    resize_step,
+    resources_of,
+    settled,
+)
 
 
 def pod(cpu: str, *, resize: str | None = None, actual: str | None = None, name: str = "p") -> Pod:
@@ -51,19 +57,20 @@ def node(allocated_cpu: str, cpu: str = "4", *others: Pod) -> NodeAllocation:
 
 
 def kinds(payloads: list[ev.EventPayload]) -> list[tuple[str, str | None]]:
-    return [(p.TYPE, getattr(p, "resize", None)) for p in payloads]
+    """(type, the status.resize it sets, "-" when it sets none) per event."""
+    return [(p.TYPE, c.resize if (c := ev.resize_change(p)) else "-") for p in payloads]
 
 
-def test_an_accepted_resize_allocates_then_says_in_progress_and_started() -> None:
+def test_an_accepted_resize_allocates_and_says_in_progress_in_one_event() -> None:
     step = resize_step(node("1"), pod("2", resize="Proposed", actual="1"), "n1")
     assert step.outcome == "accepted"
     assert (
         step.allocation is not None
         and str(resources_of(step.allocation)["c"].requests["cpu"]) == "2"
     )
-    assert kinds(step.writes) == [("Allocated", None), ("ResizeStatusChanged", "InProgress")]
+    assert kinds(step.writes) == [("Allocated", "InProgress")]
     # Each write says which spec it was decided on (status.observedGeneration, 1.34+).
-    assert [getattr(w, "observed_generation", None) for w in step.writes] == [2, 2]
+    assert [getattr(w, "observed_generation", None) for w in step.writes] == [2]
     assert [(n.reason, n.message) for n in step.notices] == [
         ("ResizeStarted", "Pod resize started (generation 2)")
     ]
@@ -106,6 +113,27 @@ def test_completion_when_desired_allocated_and_actual_agree() -> None:
     assert [n.reason for n in done.notices] == ["ResizeCompleted"]
     assert completion(pod("2", resize="InProgress", actual="1"), allocated) is None
     assert completion(pod("2", actual="2"), allocated) is None
+
+
+def test_the_actuation_that_completes_a_resize_clears_its_status_in_the_same_event() -> None:
+    allocated = resources_of(pod("2"))
+    in_progress = pod("2", resize="InProgress", actual="1")  # the log before the actuation
+    event = ev.Actuated(namespace="ns", name="p", uid="u-p", node_name="n1")
+    done = actuated_step(in_progress, allocated, resources_of(pod("2")), event)
+    assert (done.outcome, kinds(done.writes)) == ("completed", [("Actuated", None)])
+    assert [n.reason for n in done.notices] == ["ResizeCompleted"]
+    # Short of the allocation, or with no resize open, or desired moved on: just the report.
+    for before, actual in (
+        (in_progress, resources_of(pod("1500m"))),
+        (pod("2", actual="1"), allocated),
+        (pod("3", resize="Proposed", actual="1"), allocated),
+    ):
+        step = actuated_step(before, allocated, actual, event)
+        assert (step.outcome, kinds(step.writes), step.notices) == (
+            "unchanged",
+            [("Actuated", "-")],
+            [],
+        )
 
 
 def test_settled_only_when_nothing_is_open_and_all_three_agree() -> None:

@@ -98,6 +98,23 @@ def test_a_completed_resize_has_every_stage_from_envelope_times() -> None:
     assert tracker.delays == pytest.approx([0.005] * 5, abs=1e-6)
 
 
+def test_statuses_set_with_the_allocation_and_the_actuation_mark_their_stages() -> None:
+    """The kubelet writes InProgress with Allocated and the cleared status with Actuated."""
+    tracker = Tracker("run-r", NS)
+    start = allocated("p-0", "run-r0", 10)
+    start.payload.resize_status = ev.ResizeStatusUpdate(resize="InProgress")  # type: ignore[union-attr]
+    done = actuated("p-0", "run-r0", 25)
+    done.payload.resize_status = ev.ResizeStatusUpdate(resize=None)  # type: ignore[union-attr]
+    for env in (proposed("p-0", "run-r0", 0), start, done):
+        tracker.observe(env, env.time.timestamp())
+    trace = tracker.traces["run-r0"]
+    assert trace.outcome == "completed"
+    assert trace.latency("admit") == pytest.approx(0.010, abs=1e-6)
+    assert trace.latency("end_to_end") == pytest.approx(0.025, abs=1e-6)
+    assert trace.latency("complete") == pytest.approx(0.025, abs=1e-6)
+    assert trace.counts["in_progress"] == 1 and trace.counts["cleared"] == 1
+
+
 def test_deferred_and_infeasible_settle_without_allocation() -> None:
     tracker = Tracker("run-r", NS)
     tracker.observe(proposed("p-1", "run-r1", 0, "30"))
