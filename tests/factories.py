@@ -490,12 +490,22 @@ def kube_event(namespace: str, pod_name: str) -> object:
 FOLD_T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
+def fold_records(*payloads: ev.EventPayload) -> list[Record]:
+    """These events one second apart from FOLD_T0, at offsets 0, 1, … of partition 0."""
+    return [
+        Record(
+            Position(payload.TOPIC, 0, offset),
+            Envelope.wrap(payload, producer="test", time=FOLD_T0 + timedelta(seconds=offset)),
+        )
+        for offset, payload in enumerate(payloads)
+    ]
+
+
 def fold(*payloads: ev.EventPayload) -> ClusterState:
-    """The cluster after these events, one second apart from FOLD_T0, at offsets 0, 1, …"""
+    """The cluster after these events (`fold_records`)."""
     state = ClusterState()
-    for offset, payload in enumerate(payloads):
-        env = Envelope.wrap(payload, producer="test", time=FOLD_T0 + timedelta(seconds=offset))
-        state.apply(Record(Position(payload.TOPIC, 0, offset), env))
+    for record in fold_records(*payloads):
+        state.apply(record)
     return state
 
 

@@ -11,19 +11,22 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 from aiokafka import TopicPartition
 
 from inplace.core.bus.consumer import Batch
-from inplace.core.projection.podstore import PodStore
+from inplace.core.projection.podstore import PodStore, pod_json
 from inplace.core.projection.reducers import locate, resource_version
 from inplace.core.projection.state import ClusterState
+from inplace.core.projection.warm import Warm
 from inplace.core.store.migrations import check_schema_name
 from schemas import events as ev
 from schemas.k8s import Event, LimitRange, Node, Pod, ResourceQuota
 from schemas.resources import is_sidecar
+
+W = TypeVar("W", Pod, Event)
 
 # Tables whose content is the projection (the checksum covers these, in this order).
 CHECKSUM_TABLES: dict[str, str] = {
@@ -72,6 +75,9 @@ class ProjectionStore:
     def __init__(self, schema: str = "projection", consumer: str = "projector") -> None:
         self.schema = check_schema_name(schema)
         self.consumer = consumer
+        # What the last batches wrote, for the next ones that touch the same objects.
+        self._pods: Warm[Pod] = Warm()
+        self._events: Warm[Event] = Warm()
 
     # --- offsets ----------------------------------------------------------------------------
 
@@ -204,6 +210,10 @@ class ProjectionStore:
         state = await self._load(conn, batch)
         for record in batch.records:
             state.apply(record)
+        for key in state.touched.get("pods", ()):
+            self._pods.remember(key, state.pods.get(key))
+        for key in state.touched.get("events", ()):
+            self._events.remember(key, state.events.get(key))
         await self.write_folded(conn, state, batch)
 
     async def write_folded(
@@ -232,14 +242,14 @@ class ProjectionStore:
         limit_ranges = keys.get("limitranges", set())
         events = keys.get("events", set())
         state = ClusterState()
-        for (ns, name), obj in await self._fetch_pairs(conn, "pods", pods):
-            state.pods[(ns, name)] = Pod.model_validate(obj)
+        for key, pod in await self._read_through(conn, "pods", pods, self._pods, Pod):
+            state.pods[key] = pod
         for (ns, name), obj in await self._fetch_pairs(conn, "resourcequotas", quotas):
             state.resourcequotas[(ns, name)] = ResourceQuota.model_validate(obj)
         for (ns, name), obj in await self._fetch_pairs(conn, "limitranges", limit_ranges):
             state.limitranges[(ns, name)] = LimitRange.model_validate(obj)
-        for (ns, name), obj in await self._fetch_pairs(conn, "events", events):
-            state.events[(ns, name)] = Event.model_validate(obj)
+        for key, event in await self._read_through(conn, "events", events, self._events, Event):
+            state.events[key] = event
         if nodes:
             rows = await conn.fetch(
                 f"SELECT name, object FROM {self.schema}.nodes WHERE name = ANY($1::text[])",
@@ -248,6 +258,36 @@ class ProjectionStore:
             for r in rows:
                 state.nodes[r["name"]] = Node.model_validate(json.loads(r["object"]))
         return state
+
+    async def _read_through(
+        self,
+        conn: asyncpg.Connection,
+        table: str,
+        keys: set[tuple[str, str]],
+        warm: Warm[W],
+        model: type[W],
+    ) -> list[tuple[tuple[str, str], W]]:
+        """The objects of `keys` that have a row: the one `warm` remembers while the row
+        still has its resourceVersion, else decoded from the row (one query either way; a
+        row's JSON travels only when it is needed)."""
+        if not keys:
+            return []
+        ordered = list(keys)
+        rows = await conn.fetch(
+            "SELECT t.namespace, t.name,"
+            " CASE WHEN t.resource_version = k.rv THEN NULL ELSE t.object END AS object"
+            f" FROM {self.schema}.{table} t"
+            " JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS k(namespace, name, rv)"
+            " ON t.namespace = k.namespace AND t.name = k.name",
+            [k[0] for k in ordered],
+            [k[1] for k in ordered],
+            [warm.version(k) for k in ordered],
+        )
+        found = []
+        for r in rows:
+            key, raw = (r["namespace"], r["name"]), r["object"]
+            found.append((key, warm.take(key) if raw is None else model.model_validate_json(raw)))
+        return found
 
     async def _fetch_pairs(
         self, conn: asyncpg.Connection, table: str, keys: set[tuple[str, str]]
@@ -371,7 +411,7 @@ def _pod_row(pod: Pod) -> tuple[Any, ...]:
         pod.status.resize,
         pod.status.qos_class,
         int(pod.metadata.resource_version or 0),
-        _json(pod.to_k8s()),
+        pod_json(pod).decode(),  # jsonb: key order is its own, so no sorting here
     )
 
 
