@@ -85,6 +85,9 @@ class LocalCluster:
     # kubelet processes: one consumer group shares the nodes between them (README "Several
     # kubelets"); each gets its own static member name.
     kubelets: int = 1
+    # workload controllers: one consumer group shares the CloneSets (README "Several workload
+    # controllers"); each gets its own static member name.
+    workloads: int = 1
     children: list[Child] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
 
@@ -141,12 +144,14 @@ class LocalCluster:
         for replica in range(2, self.apiservers + 1):
             log = self.home / "logs" / f"apiserver-{replica}.log"
             self.children.append(Child("apiserver", free_port(HOST), log, https=self.secure))
-        for replica in range(2, self.kubelets + 1):
-            log = self.home / "logs" / f"kubelet-{replica}.log"
-            self.children.append(Child("kubelet", free_port(HOST), log, https=self.secure))
-        kubelets = [c for c in self.children if c.role == "kubelet"]
-        for n, child in enumerate(kubelets, start=1):
-            child.env["INPLACE_KUBELET_INSTANCE"] = f"kubelet-{n}"
+        for role, count in (("kubelet", self.kubelets), ("workload", self.workloads)):
+            for replica in range(2, count + 1):
+                log = self.home / "logs" / f"{role}-{replica}.log"
+                self.children.append(Child(role, free_port(HOST), log, https=self.secure))
+            # Members of one consumer group, each under its own static name.
+            group = [c for c in self.children if c.role == role]
+            for n, child in enumerate(group, start=1):
+                child.env[f"INPLACE_{role.upper()}_INSTANCE"] = f"{role}-{n}"
         self.env = {
             **os.environ,
             "INPLACE_KAFKA_BOOTSTRAP": self.broker.bootstrap_servers,
@@ -228,9 +233,10 @@ class LocalCluster:
         replicas = [c.url for c in self.children if c.role == "apiserver"]
         if len(replicas) > 1:
             lines.append("  API replicas " + ", ".join(replicas))
-        kubelets = [c.url for c in self.children if c.role == "kubelet"]
-        if len(kubelets) > 1:
-            lines.append("  kubelets     " + ", ".join(f"{url}/metrics" for url in kubelets))
+        for role, label in (("kubelet", "kubelets    "), ("workload", "workloads   ")):
+            urls = [c.url for c in self.children if c.role == role]
+            if len(urls) > 1:
+                lines.append(f"  {label} " + ", ".join(f"{url}/metrics" for url in urls))
         if self.secure:
             lines += [
                 f"  credentials  {self.credentials.root}  (admin kubeconfig, tokens.csv, CA)",

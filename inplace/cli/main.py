@@ -113,6 +113,12 @@ def up_cmd(
     kubelets: int = typer.Option(
         1, "--kubelets", min=1, help="kubelet processes sharing the nodes (one consumer group)"
     ),
+    workloads: int = typer.Option(
+        1,
+        "--workloads",
+        min=1,
+        help="workload controllers sharing the CloneSets (one consumer group)",
+    ),
 ) -> None:
     """Start the local cluster (Kafka, PostgreSQL, every role), print how to use it, and
     keep it running until Ctrl-C, which stops every process it started."""
@@ -129,6 +135,7 @@ def up_cmd(
         secure=not insecure_http,
         apiservers=apiservers,
         kubelets=kubelets,
+        workloads=workloads,
     )
     stop = [False]
 

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 
 from inplace.core.bus.consumer import RawRecord, Record
 from inplace.core.bus.headers import NODE_HEADER, header
+from inplace.core.bus.leases import PartitionLeases
 from inplace.core.bus.producer import EventProducer
 from inplace.core.logwriter import LogWriter
 from inplace.core.projection.snapshot import load_causes
@@ -29,7 +30,6 @@ from services.kubelet import podfilter
 from services.kubelet.admission import NodeAllocation
 from services.kubelet.config import KubeletConfig
 from services.kubelet.cri import RuntimeService
-from services.kubelet.leases import NodeLeases
 from services.kubelet.metrics import OWNED_NODE
 from services.kubelet.nodeagent import NODE_KEY, NodeAgent
 from services.kubelet.nodes import node_names, node_object
@@ -60,10 +60,10 @@ async def open_runtime(settings: Settings, config: KubeletConfig) -> AsyncIterat
 
 class Kubelet:
     """One kubelet process. Processes of one configuration (the same node names) share the
-    nodes through a consumer group on the `nodes` topic (`leases.NodeLeases`): each serves the
-    nodes of the partitions it is assigned, and a rebalance moves whole nodes, re-admitted by
-    their new owner from the allocation checkpoint on the log (KEP-1287 restart tolerance,
-    across processes)."""
+    nodes through a consumer group on the `nodes` topic (inplace/core/bus/leases.py): each
+    serves the nodes of the partitions it is assigned, and a rebalance moves whole nodes,
+    re-admitted by their new owner from the allocation checkpoint on the log (KEP-1287
+    restart tolerance, across processes)."""
 
     def __init__(
         self, settings: Settings, runtime: RuntimeService, config: KubeletConfig | None = None
@@ -96,8 +96,9 @@ class Kubelet:
         self.started = False  # the first assignment is served
         self.serving = False  # between a revocation and the next assignment: no node is ours
         self.partitions: set[int] = set()
-        self.leases = NodeLeases(
+        self.leases = PartitionLeases(
             settings.kafka_bootstrap,
+            role=ROLE,
             topic=settings.topic(ev.NODES),
             group=f"{settings.topic_prefix}{ROLE}-{self.config.node_prefix}",
             on_assigned=self._assigned,

@@ -12,12 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from aiokafka.partitioner import murmur2
-
-
-def partition_of(node: str, partitions: int) -> int:
-    """The `nodes` partition a node's events go to (aiokafka's DefaultPartitioner for a key)."""
-    return (murmur2(node.encode()) & 0x7FFFFFFF) % partitions
+from inplace.core.bus.leases import partition_of
 
 
 def owned(nodes: Iterable[str], assigned: Iterable[int], partitions: int) -> set[str]:

@@ -7,6 +7,11 @@ apiserver; after each write the loop waits until its own read model shows it, so
 decision never repeats the last one. After a SIGKILL the replayed log holds every step
 already taken (a pod's lifecycle label, its revision, its spec resources): nothing is asked
 twice.
+
+Several processes share the CloneSets through a consumer group on `workloads`
+(inplace/core/bus/leases.py): each decides about the CloneSets of the partitions it is
+assigned, and a rebalance moves whole CloneSets; the new owner first applies everything on
+the log, so it resumes a rollout where the last owner left it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 
 from inplace.core.bus.consumer import RawRecord, Record
 from inplace.core.bus.headers import CONTROLLER_HEADER, header
+from inplace.core.bus.leases import PartitionLeases
 from inplace.core.projection.reducers import position_of
 from inplace.core.readmodel import ReadModel
 from inplace.core.security.kubeconfig import Endpoint, load
@@ -31,7 +37,8 @@ from schemas.events import PODS, WORKLOADS, PodEvent
 from schemas.workload import CloneSet
 from services.workload.client import ApiClient, Conflict, Refused, Unavailable
 from services.workload.config import WorkloadConfig
-from services.workload.ownership import OwnedPods, controlled
+from services.workload.metrics import OWNED_PARTITION
+from services.workload.ownership import OwnedPods, controlled, decides
 from services.workload.planner import (
     Action,
     CreatePod,
@@ -49,6 +56,7 @@ ROLE = "workload"
 INPUT_TOPICS = (PODS, WORKLOADS)
 IDLE_TICK = 1.0  # s: Deferred timeouts expire without any new record
 MAX_BACKOFF = 30.0  # s: the longest wait before trying an unavailable apiserver again
+REVOKE_TIMEOUT = 60.0  # s: a rebalance waits this long for the CloneSet in hand
 log = logging.getLogger(__name__)
 
 
@@ -88,6 +96,11 @@ class Controller:
         self.history = RevisionHistory()
         self.owned = OwnedPods()
         self.wake = asyncio.Event()
+        # The consumer group's share of the CloneSets (None: no group, every CloneSet).
+        self.leases: PartitionLeases | None = None
+        self.partitions: set[int] | None = None
+        # Held while deciding about one CloneSet: a revocation waits for the one in hand.
+        self._acting = asyncio.Lock()
         model.on_apply(self._observe)
         model.on_snapshot(self._seed)
 
@@ -123,6 +136,35 @@ class Controller:
                 return  # no CloneSet's pod: nothing to decide
         self.wake.set()
 
+    def share(self, leases: PartitionLeases) -> None:
+        """Decide only about the CloneSets of the partitions `leases` assigns (none until
+        the first assignment)."""
+        self.leases, self.partitions = leases, set()
+
+    def decides(self, namespace: str, name: str) -> bool:
+        count = self.leases.count if self.leases is not None else 0
+        return decides(namespace, name, self.partitions, count)
+
+    async def assigned(self, partitions: set[int]) -> None:
+        """The group gave this process `partitions`: everything on the log is applied first
+        (what their last owner wrote), then their CloneSets are decided about."""
+        await self.model.ready.wait()
+        await self.model.caught_up()
+        self.partitions = set(partitions)
+        for partition in partitions:
+            OWNED_PARTITION.labels(str(partition)).set(1)
+        log.info("workload controller deciding for partitions %s", sorted(partitions))
+        self.wake.set()
+
+    async def revoked(self, partitions: set[int]) -> None:
+        """The group takes `partitions` back: once the CloneSet in hand is done, none of
+        theirs is decided about here (another process may start as soon as this returns)."""
+        async with self._acting:
+            self.partitions = (self.partitions or set()) - partitions
+        for partition in partitions:
+            with contextlib.suppress(KeyError):
+                OWNED_PARTITION.remove(str(partition))
+
     async def run(self) -> None:
         await self.model.ready.wait()
         backoff = Backoff()
@@ -130,9 +172,11 @@ class Controller:
             self.wake.clear()
             clone_sets = sorted(self.model.objects("clonesets").items())
             unavailable: Unavailable | None = None
-            for _, cs in clone_sets:
+            for (namespace, name), cs in clone_sets:
                 try:
-                    await self.sync(cs)
+                    async with self._acting:
+                        if self.decides(namespace, name):
+                            await self.sync(cs)
                 except Conflict as exc:
                     log.info("decide again: %s", exc)
                 except Refused as exc:  # not a resize (those fail the revision): retry later
@@ -216,10 +260,13 @@ class Controller:
                 await self.wake.wait()
 
     async def collect_orphans(self, clone_sets: list[CloneSet]) -> None:
-        """Pods whose controlling CloneSet is gone are deleted (garbage collection)."""
-        for namespace, name in self.owned.orphans({cs.metadata.uid for cs in clone_sets}):
-            with contextlib.suppress(Conflict):
-                await self._delete(namespace, name)
+        """Pods whose controlling CloneSet is gone are deleted (garbage collection), by the
+        process that decided about that CloneSet."""
+        live = {cs.metadata.uid for cs in clone_sets}
+        async with self._acting:
+            for namespace, name in self.owned.orphans(live, self.decides):
+                with contextlib.suppress(Conflict):
+                    await self._delete(namespace, name)
 
 
 def _endpoint(config: WorkloadConfig) -> Endpoint:
@@ -241,8 +288,22 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
     client = ApiClient(_endpoint(config))
     controller = Controller(settings, model, client, config)
     model.accept = controller.accept  # set before the model follows the log
+    leases = PartitionLeases(
+        settings.kafka_bootstrap,
+        role=ROLE,
+        topic=settings.topic(WORKLOADS),
+        group=f"{settings.topic_prefix}{ROLE}",
+        on_assigned=controller.assigned,
+        on_revoked=controller.revoked,
+        session_timeout=config.group_session_timeout,
+        instance=config.instance,
+        stop_timeout=REVOKE_TIMEOUT,
+    )
+    controller.share(leases)
     server = RoleServer(ROLE, settings, host=host, port=port, ready=model.ready.is_set)
     try:
-        await server.run({"read-model": model.run, "controller": controller.run})
+        await server.run(
+            {"read-model": model.run, "controller": controller.run, "leases": leases.run}
+        )
     finally:
         await client.close()

@@ -272,13 +272,16 @@ def test_role_healthcheck_and_ports_use_its_port(role: str, services: dict[str, 
         assert int(str(published["published"]).split("-")[0]) == port
 
 
-def test_the_kubelet_scales_out(services: dict[str, Service]) -> None:
-    """`--scale kubelet=3` needs a host port per replica, and no fixed member name (each
-    container's hostname is its static member name in the kubelet group)."""
-    (published,) = services["kubelet"]["ports"]
+@pytest.mark.parametrize("role", ["kubelet", "workload"])
+def test_a_role_sharing_its_work_in_a_group_scales_out(
+    role: str, services: dict[str, Service]
+) -> None:
+    """`--scale kubelet=3` (or workload) needs a host port per replica, and no fixed member
+    name (each container's hostname is its static member name in the role's group)."""
+    (published,) = services[role]["ports"]
     first, last = (int(p) for p in str(published["published"]).split("-"))
     assert last - first + 1 >= 3
-    assert "INPLACE_KUBELET_INSTANCE" not in (services["kubelet"].get("environment") or {})
+    assert f"INPLACE_{role.upper()}_INSTANCE" not in (services[role].get("environment") or {})
 
 
 @pytest.mark.parametrize("role", ROLE_NAMES)

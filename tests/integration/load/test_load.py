@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from inplace.core.bus.consumer import LogReader
+from inplace.core.bus.leases import partition_of
 from inplace.core.settings import Settings
 from inplace.load.plan import Mix
 from inplace.load.runner import LoadConfig, run_load
 from schemas import events as ev
-from services.kubelet.ownership import partition_of
 from tests.integration.conftest import REPO, RoleProcess, settings_env
 
 pytestmark = pytest.mark.integration

@@ -135,6 +135,12 @@ def kubelet_env() -> dict[str, str]:
 
 
 @pytest.fixture
+def controller_env() -> dict[str, str]:
+    """Extra INPLACE_* settings of the controller (a test module may override this fixture)."""
+    return {}
+
+
+@pytest.fixture
 def controller_apiserver_url(apiserver: RoleProcess) -> str:
     """Where the controller reaches the apiserver (a test module may put a proxy between)."""
     return apiserver.url
@@ -146,6 +152,7 @@ async def cluster(
     apiserver: RoleProcess,
     tmp_path: Path,
     kubelet_env: dict[str, str],
+    controller_env: dict[str, str],
     controller_apiserver_url: str,
 ) -> AsyncIterator[Cluster]:
     kubelet = RoleProcess(
@@ -163,6 +170,7 @@ async def cluster(
         settings,
         tmp_path / "workload.log",
         INPLACE_WORKLOAD_APISERVER_URL=controller_apiserver_url,
+        **controller_env,
     )
     procs = [kubelet, scheduler, controller]
     for proc in procs:

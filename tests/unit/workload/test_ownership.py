@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from inplace.core.bus.leases import partition_of
 from schemas.k8s import OwnerReference, Pod
 from schemas.workload import KIND
-from services.workload.ownership import OwnedPods, controller_uid
+from services.workload.ownership import OwnedPods, controller_uid, decides
 from tests import factories
 
 
@@ -16,9 +17,11 @@ def _pod(name: str, *refs: OwnerReference) -> Pod:
     return pod
 
 
-def _ref(uid: str, *, kind: str = KIND, controller: bool | None = True) -> OwnerReference:
+def _ref(
+    uid: str, *, kind: str = KIND, controller: bool | None = True, name: str = "web"
+) -> OwnerReference:
     return OwnerReference(
-        api_version="apps/v1", kind=kind, name="web", uid=uid, controller=controller
+        api_version="apps/v1", kind=kind, name=name, uid=uid, controller=controller
     )
 
 
@@ -63,3 +66,21 @@ def test_orphans_are_pods_whose_controller_is_gone() -> None:
     owned.observe(("default", "b-0"), _pod("b-0", _ref("gone")))
     assert owned.orphans({"alive"}) == [("default", "b-0"), ("default", "b-1")]
     assert owned.orphans({"alive", "gone"}) == []
+
+
+def test_orphans_are_collected_by_the_process_that_decided_about_their_clone_set() -> None:
+    owned = OwnedPods()
+    owned.observe(("default", "b-0"), _pod("b-0", _ref("gone-b", name="b")))
+    owned.observe(("default", "c-0"), _pod("c-0", _ref("gone-c", name="c")))
+    assert owned.orphans(set(), lambda ns, name: name == "c") == [("default", "c-0")]
+
+
+def test_a_clone_set_is_decided_by_the_owner_of_its_workloads_partition() -> None:
+    names = [f"cs-{i}" for i in range(40)]
+    spread = {n: partition_of(f"default/{n}", 4) for n in names}
+    assert set(spread.values()) == {0, 1, 2, 3}  # the keys spread over every partition
+    for n, partition in spread.items():
+        assert decides("default", n, {partition}, 4)
+        assert not decides("default", n, {0, 1, 2, 3} - {partition}, 4)
+        assert decides("default", n, None, 0)  # no group: one process decides everything
+        assert not decides("default", n, set(), 4)  # in a group, before any assignment

@@ -1,12 +1,17 @@
-"""The kubelet process's membership in its consumer group on the `nodes` topic.
+"""A role process's membership in its consumer group on the topic its work is keyed by.
 
-Kafka's group coordinator hands each member whole partitions; `ownership.owned` turns them
-into nodes. The callbacks run inside the rebalance: `on_revoked` must have stopped every node
-agent before it returns (eager rebalancing: a revoked partition may go to another member, which
-starts as soon as every member has rejoined), `on_assigned` starts the nodes of the new
-assignment. A SIGKILLed member's partitions move after its session times out.
+Processes of one role share its work through Kafka's own machinery: they form one consumer
+group on the topic whose key names the unit of work (the kubelet: `nodes`, keyed by node; the
+workload controller: `workloads`, keyed by CloneSet), and Kafka's group coordinator hands each
+member whole partitions, so every unit lives on one partition and is served by one process
+(`partition_of`). No lock, no leader election. The callbacks run inside the rebalance:
+`on_revoked` must have stopped the work of its partitions before it returns (eager
+rebalancing: a revoked partition may go to another member, which starts as soon as every
+member has rejoined), `on_assigned` starts the work of the new assignment. A SIGKILLed
+member's partitions move after its session times out; a member restarted under the same
+static name (KIP-345) gets its partitions back at once.
 
-Records are read and dropped: the read model already folds the `nodes` topic; the group is
+Records are read and dropped: the role's read model already folds the topic; the group is
 here only for its assignment (polling keeps the membership alive).
 """
 
@@ -16,6 +21,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.partitioner import murmur2
 
 from inplace.core.bus.auth import aiokafka_options
 
@@ -24,9 +30,15 @@ log = logging.getLogger(__name__)
 Callback = Callable[[set[int]], Awaitable[None]]
 
 
+def partition_of(key: str, partitions: int) -> int:
+    """The partition a record keyed `key` goes to (aiokafka's DefaultPartitioner for a key:
+    murmur2, as Kafka's Java client)."""
+    return (murmur2(key.encode()) & 0x7FFFFFFF) % partitions
+
+
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
-    """aiokafka logs a listener's exception and carries on, which would leave nodes unserved
-    without a word: the failure is kept and ends the group member (the kubelet restarts)."""
+    """aiokafka logs a listener's exception and carries on, which would leave work unserved
+    without a word: the failure is kept and ends the group member (the role restarts)."""
 
     def __init__(self, on_assigned: Callback, on_revoked: Callback) -> None:
         self._assigned = on_assigned
@@ -46,11 +58,12 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
             self.failed = exc
 
 
-class NodeLeases:
+class PartitionLeases:
     def __init__(
         self,
         bootstrap: str,
         *,
+        role: str,
         topic: str,
         group: str,
         on_assigned: Callback,
@@ -60,7 +73,8 @@ class NodeLeases:
         stop_timeout: float,
     ) -> None:
         """`instance`: this process's static member name; `stop_timeout`: how long revoking
-        may take (a node agent finishes the pod in hand)."""
+        may take (e.g. a node agent finishes the pod in hand)."""
+        self.role = role
         self.topic = topic
         self.group = group
         self._listener = _Listener(on_assigned, on_revoked)
@@ -69,7 +83,7 @@ class NodeLeases:
             **aiokafka_options(),
             group_id=group,
             group_instance_id=instance,
-            client_id="kubelet",
+            client_id=role,
             enable_auto_commit=False,
             auto_offset_reset="latest",
             session_timeout_ms=int(session_timeout * 1000),
@@ -77,7 +91,7 @@ class NodeLeases:
             rebalance_timeout_ms=int((session_timeout + stop_timeout) * 1000),
         )
 
-        # How many partitions the `nodes` topic has: the modulus of `partition_of`.
+        # How many partitions the topic has: the modulus of `partition_of`.
         self.count = 0
 
     async def run(self) -> None:
@@ -89,12 +103,12 @@ class NodeLeases:
                 raise RuntimeError(f"topic {self.topic} does not exist: run `inplace topics`")
             self.count = len(parts)
             self._consumer.subscribe([self.topic], listener=self._listener)
-            log.info("kubelet joined consumer group %s on %s", self.group, self.topic)
+            log.info("%s joined consumer group %s on %s", self.role, self.group, self.topic)
             while True:  # assignment callbacks run inside these polls
                 await self._consumer.getmany(timeout_ms=1000, max_records=500)
                 if self._listener.failed is not None:
                     raise RuntimeError(
-                        f"taking or giving up nodes failed: {self._listener.failed!r}"
+                        f"taking or giving up partitions failed: {self._listener.failed!r}"
                     ) from self._listener.failed
         finally:
             await self._consumer.stop()
