@@ -27,7 +27,7 @@ from inplace.core.bus.headers import of_types
 from inplace.core.bus.podheaders import pod_headers
 from inplace.core.bus.producer import EventProducer, Position
 from inplace.core.observability.metrics import EVENTS_PRODUCED
-from inplace.core.readmodel import ReadModel
+from inplace.core.readmodel import OFF_PATH_FETCH_WAIT_MS, ReadModel
 from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
 from schemas import events as ev
@@ -336,7 +336,13 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
     # Its cache and queue are seeded from the snapshot's objects: start from the projection.
     # Records of types it does not read are skipped undecoded (reads.py).
     model = ReadModel(
-        settings, role=ROLE, topics=INPUT_TOPICS, window=0, snapshot=True, accept=of_types(READS)
+        settings,
+        role=ROLE,
+        topics=INPUT_TOPICS,
+        window=0,
+        snapshot=True,
+        accept=of_types(READS),
+        fetch_wait_ms=OFF_PATH_FETCH_WAIT_MS,  # binding waits on no read of its own
     )
     producer = EventProducer(
         settings.kafka_bootstrap, client_id=ROLE, topic_prefix=settings.topic_prefix

@@ -29,7 +29,7 @@ from inplace.core.bus.consumer import RawRecord, Record
 from inplace.core.bus.headers import CONTROLLER_HEADER, header
 from inplace.core.bus.leases import PartitionLeases
 from inplace.core.projection.reducers import position_of
-from inplace.core.readmodel import ReadModel
+from inplace.core.readmodel import OFF_PATH_FETCH_WAIT_MS, ReadModel
 from inplace.core.security.kubeconfig import Endpoint, load
 from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
@@ -283,7 +283,14 @@ def _endpoint(config: WorkloadConfig) -> Endpoint:
 
 async def run(settings: Settings, *, host: str, port: int) -> None:
     # Pods from the projection (ownership seeded from them), CloneSets from the log.
-    model = ReadModel(settings, role=ROLE, topics=INPUT_TOPICS, window=0, snapshot=True)
+    model = ReadModel(
+        settings,
+        role=ROLE,
+        topics=INPUT_TOPICS,
+        window=0,
+        snapshot=True,
+        fetch_wait_ms=OFF_PATH_FETCH_WAIT_MS,  # a rollout step waits up to this much longer
+    )
     config = WorkloadConfig()
     client = ApiClient(_endpoint(config))
     controller = Controller(settings, model, client, config)
