@@ -34,9 +34,11 @@ from schemas import events as ev
 
 log = logging.getLogger(__name__)
 
-# The fetch wait of roles no resize waits on (the scheduler, quota, the workload controller):
-# on the 100-node load their CPU per settled resize fell by a fifth to a third (fetch round
-# trips were 15-17% of each); their view of the log lags by up to this much more.
+# The fetch wait of roles no request waits on (the scheduler, the workload controller): on
+# the 100-node load their CPU per settled resize fell by a fifth to a third (fetch round trips
+# were 15-17% of each); their view of the log lags by up to this much more. Not quota: its
+# admission webhook answers the apiserver from its view (a LimitRange created just before a
+# pod must be there: the policy tests caught the pod created without its defaults).
 OFF_PATH_FETCH_WAIT_MS = 25
 
 WatchType = Literal["ADDED", "MODIFIED", "DELETED"]
