@@ -154,12 +154,45 @@ async def test_totals_equal_a_full_recomputation_after_every_batch(stream: str) 
         _assert_equal_to_recomputation(model, totals, text=text)
         batches += 1
     assert batches > 20 and model.objects("pods")
-    # Started from the same objects instead (a snapshot), the totals are the same.
+    # Started from the same objects instead (a snapshot), the totals are the same: those of
+    # the namespaces with a quota at once, any other's once asked about.
     seeded = UsageTotals(model)
     seeded._seed()
+    assert seeded.tracked == {ns for ns, _ in model.objects("resourcequotas")}
+    for namespace in totals.tracked:
+        seeded.track(namespace)
     assert seeded.charges == totals.charges
     for namespace, groups in totals.totals.items():
         assert shown(seeded.totals[namespace]) == shown(groups) or not text
+
+
+async def test_only_namespaces_with_a_quota_are_followed() -> None:
+    pods = [factories.pod(ns, f"p-{i}", cpu="100m") for ns in ("free", "capped") for i in range(2)]
+    created = [
+        ev.PodCreated(
+            namespace=p.metadata.namespace or "", name=p.metadata.name or "", uid=f"u{i}", pod=p
+        )
+        for i, p in enumerate(pods)
+    ]
+    quota = ResourceQuota.model_validate(
+        {"metadata": {"name": "q", "namespace": "capped"}, "spec": {"hard": {"cpu": "4"}}}
+    )
+    model = ReadModel(Settings(), role=ROLE, topics=INPUT_TOPICS, window=0)
+    totals = UsageTotals(model)
+    async for _ in factories.feed(model, _wrap(created)):
+        pass
+    assert not totals.tracked and not totals.charges  # no quota anywhere: nothing summed
+    stream = [ev.ResourceQuotaCreated(namespace="capped", quota=quota), created[0]]
+    async for _ in factories.feed(model, _wrap(stream)):
+        pass
+    assert totals.tracked == {"capped"}  # summed from its pods when its quota appeared
+    assert set(totals.charges) == {"capped"} and len(totals.charges["capped"]) == 2
+    assert str(totals.totals["capped"][charge(pods[2]).group]["requests.cpu"]) == "200m"
+    async for _ in factories.feed(
+        model, _wrap([ev.ResourceQuotaDeleted(namespace="capped", name="q")])
+    ):
+        pass
+    assert not totals.tracked and not totals.charges and not totals.totals
 
 
 async def test_a_namespace_whose_pods_are_all_gone_leaves_nothing() -> None:
