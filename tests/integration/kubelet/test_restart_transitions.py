@@ -1,6 +1,8 @@
 """A kubelet killed between writing Allocated and InProgress finishes the transition after it
 restarts: the pod's log still reads Proposed → Allocated → InProgress → Actuated → cleared,
-never skipping a resize status (KEP-1287 Kubelet Restart Tolerance)."""
+never skipping a resize status (KEP-1287 Kubelet Restart Tolerance). Kubelets write the
+allocation and its InProgress in one event now; the log here is one an older kubelet left
+(an Allocated without a status), which a restarted kubelet must still finish."""
 
 from __future__ import annotations
 
