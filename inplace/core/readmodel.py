@@ -41,6 +41,10 @@ log = logging.getLogger(__name__)
 # pod must be there: the policy tests caught the pod created without its defaults).
 OFF_PATH_FETCH_WAIT_MS = 25
 
+# A request answered from another holder's view of the log carries how far the asking one
+# has applied it (`ReadModel.progress`): the apiserver calling the quota webhook.
+APPLIED_HEADER = "X-Inplace-Applied"
+
 WatchType = Literal["ADDED", "MODIFIED", "DELETED"]
 # Each collection and the topic its events travel on: a resourceVersion names a position there.
 COLLECTION_TOPICS = {
@@ -212,7 +216,8 @@ class ReadModel:
         `fetch_wait_ms`: for a role no resize waits on (OFF_PATH_FETCH_WAIT_MS), fewer and
         fuller fetches at up to that much more lag (LogFollower)."""
         self.settings = settings
-        self.fetch_wait_ms = fetch_wait_ms
+        override = settings.follow_fetch_wait_ms
+        self.fetch_wait_ms = fetch_wait_ms if override is None else override
         self.role = role
         self.use_snapshot = snapshot
         self.topics = [settings.topic(t) for t in topics]
@@ -408,6 +413,26 @@ class ReadModel:
                 await waiter
         finally:
             waiter.cancel()  # a timed-out waiter is skipped when its offset comes
+
+    def progress(self, topic: str) -> str:
+        """How far this model has applied `topic` ("partition:next_offset,…"), for another
+        holder of the same log to catch up to before it answers for this one
+        (`catch_up_to`; sent as the APPLIED_HEADER)."""
+        return ",".join(
+            f"{tp.partition}:{nxt}" for tp, nxt in sorted(self.applied.items()) if tp.topic == topic
+        )
+
+    async def catch_up_to(self, topic: str, progress: str, within: float) -> None:
+        """Return once this model has applied `topic` as far as `progress` (`progress()` of
+        another model) says; TimeoutError after `within`, ValueError for a malformed one."""
+        ends: list[Position] = []
+        for part in filter(None, progress.split(",")):
+            partition, _, nxt = part.partition(":")
+            ends.append(Position(topic, int(partition), int(nxt) - 1))
+        async with asyncio.timeout(within):
+            for end in ends:
+                if end.offset >= 0:
+                    await self.wait_for(end, within=within)
 
     async def between_batches(self, job: Callable[[], Awaitable[None]]) -> None:
         """Run `job` in the follower's loop between two batches: nothing is applied while it

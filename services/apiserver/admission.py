@@ -18,6 +18,7 @@ import httpx
 import jsonpatch
 from pydantic import ValidationError
 
+from inplace.core.readmodel import APPLIED_HEADER
 from schemas.admission import AdmissionRequest, AdmissionReview, GroupVersionKind, RefusalFacts
 from schemas.k8s import Pod, Status
 from services.apiserver import errors
@@ -46,9 +47,14 @@ class AdmissionClient:
         timeout_s: float = 10.0,
         applies: Callable[[str], bool] = lambda namespace: True,
         tls: ssl.SSLContext | bool = True,
+        progress: Callable[[], str] = lambda: "",
     ) -> None:
+        """`progress`: how far this apiserver has applied the policy log (`ReadModel.progress`),
+        sent with each review so the webhook answers from a view no older than ours: a
+        LimitRange or quota we showed a client is one the webhook applies."""
         self.url = url.rstrip("/") if url else None
         self.applies = applies
+        self.progress = progress
         self._client = httpx.AsyncClient(timeout=timeout_s, verify=tls)
         if not self.url:
             log.warning("no quota admission URL: ResourceQuota/LimitRange are not enforced")
@@ -81,7 +87,9 @@ class AdmissionClient:
             )
         )
         try:
-            reply = await self._client.post(f"{self.url}/admit", json=review.to_k8s())
+            reply = await self._client.post(
+                f"{self.url}/admit", json=review.to_k8s(), headers={APPLIED_HEADER: self.progress()}
+            )
             reply.raise_for_status()
             answer = AdmissionReview.model_validate(reply.json()).response
         except (httpx.HTTPError, ValueError, ValidationError) as exc:

@@ -54,6 +54,7 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
     admission = AdmissionClient(
         config.quota_url,
         applies=lambda ns: _has_policy(model, ns),
+        progress=lambda: model.progress(settings.topic(ev.POLICY)),
         # The webhook knows us by our client certificate (system:apiserver).
         tls=credentials.client_context("apiserver") if credentials else True,
     )

@@ -5,6 +5,11 @@ has them, plus the requests admitted but not yet in the log: two concurrent resi
 namespace cannot both pass a quota that only fits one, because each admitted request is
 reserved until its event arrives or the reservation expires.
 
+The apiserver says how far it has applied the policy log (`APPLIED_HEADER`): the decision
+waits until this view is as far (at most CATCH_UP_S), so a LimitRange or quota the apiserver
+already showed a client is applied here too (a pod created right after its namespace's
+LimitRange gets the defaults; the apiserver called us because it saw the LimitRange).
+
 A quota's usage is the namespace's running totals (`totals.UsageTotals`) with the pods that have
 a request in flight counted as that request, and the admitted pod as it is now: O(containers
 of those pods) per decision, where summing every pod of the namespace was O(pods).
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -24,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from inplace.core.bus.consumer import Record
-from inplace.core.readmodel import ReadModel
+from inplace.core.readmodel import APPLIED_HEADER, ReadModel
 from schemas import events as ev
 from schemas.admission import AdmissionRequest, AdmissionResponse, AdmissionReview
 from schemas.k8s import Pod, ResourceList, ResourceQuota, Status
@@ -32,6 +38,8 @@ from services.quota.admission import Allowed, QuotaUsage, admit
 from services.quota.totals import Charge, UsageTotals, charge
 
 RESERVATION_TTL = 30.0  # seconds an admitted request may take to reach the log
+CATCH_UP_S = 3.0  # the longest wait for the policy log the apiserver has applied
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -100,8 +108,21 @@ class QuotaWebhook:
             )
         if review.request is None:
             return JSONResponse({"message": "AdmissionReview has no request"}, status_code=400)
+        await self._catch_up(request.headers.get(APPLIED_HEADER, ""))
         response = await self.review(review.request)
         return JSONResponse(AdmissionReview(response=response).to_k8s())
+
+    async def _catch_up(self, progress: str) -> None:
+        """Apply the policy log as far as the calling apiserver has; decide anyway after
+        CATCH_UP_S (saying so) or on a malformed header (only our apiserver sends it)."""
+        try:
+            await self.model.catch_up_to(
+                self.model.settings.topic(ev.POLICY), progress, within=CATCH_UP_S
+            )
+        except TimeoutError:
+            log.warning("deciding on a view of the policy log older than the apiserver's")
+        except ValueError:
+            log.warning("ignoring a malformed %s header: %r", APPLIED_HEADER, progress)
 
     async def review(self, req: AdmissionRequest) -> AdmissionResponse:
         if req.kind.kind != "Pod" or req.object is None:

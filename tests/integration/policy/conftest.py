@@ -12,8 +12,16 @@ from tests.integration.conftest import RoleProcess
 
 
 @pytest.fixture
-async def quota(settings: Settings, tmp_path: Path) -> AsyncIterator[RoleProcess]:
-    proc = RoleProcess("quota", settings, tmp_path / "quota.log")
+def quota_env(request: pytest.FixtureRequest) -> dict[str, str]:
+    """Extra INPLACE_* settings of the quota process (a test parametrizes it, indirect)."""
+    return dict(getattr(request, "param", {}))
+
+
+@pytest.fixture
+async def quota(
+    settings: Settings, tmp_path: Path, quota_env: dict[str, str]
+) -> AsyncIterator[RoleProcess]:
+    proc = RoleProcess("quota", settings, tmp_path / "quota.log", **quota_env)
     proc.start()
     await proc.ready()
     yield proc

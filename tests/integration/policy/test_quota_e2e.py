@@ -260,6 +260,25 @@ async def test_limit_range_defaults_decide_the_qos_class(admitting_apiserver: Ro
     assert defaulted.status.qos_class == "Burstable"
 
 
+@pytest.mark.parametrize("quota_env", [{"INPLACE_FOLLOW_FETCH_WAIT_MS": "500"}], indirect=True)
+async def test_a_pod_right_after_its_limit_range_gets_its_defaults_from_a_lagging_webhook(
+    admitting_apiserver: RoleProcess,
+) -> None:
+    """The quota process follows the log up to 500 ms behind here: the apiserver sends how far
+    it has applied the policy log, and the webhook catches up before it decides."""
+    v1 = core(admitting_apiserver)
+    limits = {
+        "metadata": {"name": "limits"},
+        "spec": {"limits": [{"type": "Container", "default": {"cpu": "500m"}}]},
+    }
+    for i in range(3):
+        ns = f"fresh-{i}"
+        await namespace(v1, ns)
+        await call(v1.create_namespaced_limit_range, ns, limits)
+        defaulted = await call(v1.create_namespaced_pod, ns, pod_body("plain", cpu=None))
+        assert defaulted.spec.containers[0].resources.limits == {"cpu": "500m"}, ns
+
+
 # --- status.used ---------------------------------------------------------------------------------
 
 HARD = {
