@@ -24,6 +24,7 @@ from prometheus_client import Counter, Gauge
 
 from inplace.core.bus.consumer import Record
 from inplace.core.bus.headers import of_types
+from inplace.core.bus.leases import PartitionLeases
 from inplace.core.bus.podheaders import pod_headers
 from inplace.core.bus.producer import EventProducer, Position
 from inplace.core.observability.metrics import EVENTS_PRODUCED
@@ -38,6 +39,8 @@ from schemas.kubeevents import event_about, occurrence_name, reference
 from schemas.podview import PodLike
 from schemas.resources import is_resize_infeasible
 from services.scheduler.cache import ClusterChange, SchedulerCache
+from services.scheduler.config import SchedulerConfig
+from services.scheduler.metrics import LEADING
 from services.scheduler.placement import Bound, pending_to_retry, schedule
 from services.scheduler.reads import READS
 
@@ -49,6 +52,8 @@ DEFAULT_SCHEDULER = "default-scheduler"
 # for the broker and lets the read model and the HTTP server run.
 SEND_WINDOW = 500
 YIELD_EVERY = 256
+LEADER_PARTITION = 0  # of the group's topic (`nodes`): its holder binds
+REVOKE_TIMEOUT = 30.0  # s: a rebalance waits this long for the binding in hand
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +127,39 @@ class Scheduler:
         # Whether each pod's resize is Infeasible, as last priced (see _STATUS_ONLY).
         self._infeasible: dict[str, bool] = {}
         self._wake = asyncio.Event()
+        # Active/standby through a consumer group (`leads`): None, no group (always active).
+        self.partitions: set[int] | None = None
+        self._acting = asyncio.Lock()  # held while binding: a revocation waits for it
         model.on_apply(self._observe)
         model.on_snapshot(self._seed)
+
+    # -- active / standby ------------------------------------------------------------------------
+
+    def share(self) -> None:
+        """Join a group of schedulers: bind only while leading (none until assigned)."""
+        self.partitions = set()
+
+    @property
+    def leads(self) -> bool:
+        """The scheduler that holds partition LEADER_PARTITION of its group's topic binds;
+        the others keep their cache warm and bind nothing. Placement shares every node's
+        free room, so it does not split by key the way nodes or CloneSets do: one decides."""
+        return self.partitions is None or LEADER_PARTITION in self.partitions
+
+    async def assigned(self, partitions: set[int]) -> None:
+        """The group's assignment: leading, first apply everything the last leader wrote."""
+        await self.model.ready.wait()
+        if LEADER_PARTITION in partitions:
+            await self.model.caught_up()
+        self.partitions = set(partitions)
+        LEADING.set(1 if self.leads else 0)
+        log.info("scheduler %s", "leading" if self.leads else "standing by")
+        self._wake.set()
+
+    async def revoked(self, partitions: set[int]) -> None:
+        async with self._acting:  # the binding in hand ends first
+            self.partitions = (self.partitions or set()) - partitions
+        LEADING.set(1 if self.leads else 0)
 
     # -- the read model's records -> cache and work ---------------------------------------------
 
@@ -219,7 +255,9 @@ class Scheduler:
             self._gauges()
             await self._wake.wait()
             self._wake.clear()
-            await self._drain()
+            async with self._acting:
+                if self.leads:
+                    await self._drain()
 
     async def _drain(self) -> None:
         """Work until nothing is left: retries for the changes first (those pods have waited
@@ -349,8 +387,21 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
     )
     await producer.start()
     scheduler = Scheduler(model, producer)
+    config = SchedulerConfig()
+    leases = PartitionLeases(
+        settings.kafka_bootstrap,
+        role=ROLE,
+        topic=settings.topic(ev.NODES),
+        group=f"{settings.topic_prefix}{ROLE}",
+        on_assigned=scheduler.assigned,
+        on_revoked=scheduler.revoked,
+        session_timeout=config.group_session_timeout,
+        instance=config.instance,
+        stop_timeout=REVOKE_TIMEOUT,
+    )
+    scheduler.share()
     server = RoleServer(ROLE, settings, host=host, port=port, ready=model.ready.is_set)
     try:
-        await server.run({"read-model": model.run, "schedule": scheduler.run})
+        await server.run({"read-model": model.run, "schedule": scheduler.run, "leases": leases.run})
     finally:
         await producer.stop()

@@ -272,7 +272,7 @@ def test_role_healthcheck_and_ports_use_its_port(role: str, services: dict[str, 
         assert int(str(published["published"]).split("-")[0]) == port
 
 
-@pytest.mark.parametrize("role", ["kubelet", "workload"])
+@pytest.mark.parametrize("role", ["kubelet", "workload", "scheduler"])
 def test_a_role_sharing_its_work_in_a_group_scales_out(
     role: str, services: dict[str, Service]
 ) -> None:
