@@ -7,14 +7,15 @@ timer are the kubelet's own configuration, as in a KubeletConfiguration.
 
 from __future__ import annotations
 
-import socket
 from typing import Literal
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from inplace.core.bus.leases import GroupMember
 
 
-class KubeletConfig(BaseSettings):
+class KubeletConfig(GroupMember):  # processes of one configuration share the nodes
     model_config = SettingsConfigDict(env_prefix="INPLACE_KUBELET_", extra="ignore")
 
     nodes: int = Field(default=1, ge=0)
@@ -39,14 +40,6 @@ class KubeletConfig(BaseSettings):
     # behaviour): first after `first` seconds, then every `period` while any waits.
     deferred_retry_first: float = Field(default=30.0, gt=0)
     deferred_retry_period: float = Field(default=180.0, gt=0)
-    # Kubelet processes of one configuration share the nodes in a consumer group: a process
-    # that dies without leaving gives its nodes up after this long without a heartbeat.
-    group_session_timeout: float = Field(default=10.0, ge=6.0, le=300.0)
-    # Static group membership (KIP-345): a process restarted under the same instance name
-    # gets its nodes back at once, without waiting for the session timeout. Defaults to the
-    # host's name (one kubelet per host, as Kubernetes runs it); several processes on one
-    # host need a name each (`inplace up --kubelets N` gives kubelet-1 … kubelet-N).
-    instance: str = Field(default_factory=socket.gethostname, min_length=1)
     runtime_timeout: float = Field(
         default=30.0, gt=0, description="a runtime call taking longer is an error, retried"
     )

@@ -18,16 +18,33 @@ here only for its assignment (polling keeps the membership alive).
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Awaitable, Callable
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.partitioner import murmur2
+from pydantic import Field
+from pydantic_settings import BaseSettings
 
 from inplace.core.bus.auth import aiokafka_options
 
 log = logging.getLogger(__name__)
 
 Callback = Callable[[set[int]], Awaitable[None]]
+
+
+class GroupMember(BaseSettings):
+    """A role process's settings as a member of its role's group; each role's own settings
+    inherit them under its prefix (INPLACE_KUBELET_INSTANCE, INPLACE_WORKLOAD_INSTANCE …)."""
+
+    # A member that dies without leaving gives its partitions up after this long without a
+    # heartbeat.
+    group_session_timeout: float = Field(default=10.0, ge=6.0, le=300.0)
+    # Static group membership (KIP-345): a process restarted under the same name gets its
+    # partitions back at once, without waiting for the session timeout. Defaults to the
+    # host's name (one process of a role per host); several processes of a role on one host
+    # need a name each (`inplace up --kubelets N` gives kubelet-1 … kubelet-N).
+    instance: str = Field(default_factory=socket.gethostname, min_length=1)
 
 
 def partition_of(key: str, partitions: int) -> int:
