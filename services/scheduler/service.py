@@ -130,6 +130,7 @@ class Scheduler:
         # Active/standby through a consumer group (`leads`): None, no group (always active).
         self.partitions: set[int] | None = None
         self._acting = asyncio.Lock()  # held while binding: a revocation waits for it
+        self._yielding = False  # a revocation is waiting: stop after the pod in hand
         model.on_apply(self._observe)
         model.on_snapshot(self._seed)
 
@@ -157,8 +158,12 @@ class Scheduler:
         self._wake.set()
 
     async def revoked(self, partitions: set[int]) -> None:
-        async with self._acting:  # the binding in hand ends first
-            self.partitions = (self.partitions or set()) - partitions
+        self._yielding = True  # a long backlog must not outlast the rebalance timeout
+        try:
+            async with self._acting:  # the binding in hand ends first
+                self.partitions = (self.partitions or set()) - partitions
+        finally:
+            self._yielding = False
         LEADING.set(1 if self.leads else 0)
 
     # -- the read model's records -> cache and work ---------------------------------------------
@@ -264,7 +269,7 @@ class Scheduler:
         longest), then the pods not tried yet."""
         sends: list[asyncio.Future[Position]] = []
         steps = 0
-        while self._changes or self._queue:
+        while (self._changes or self._queue) and not self._yielding:
             steps += 1
             if steps % YIELD_EVERY == 0:
                 await asyncio.sleep(0)  # a long backlog must not starve the read model
