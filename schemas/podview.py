@@ -35,6 +35,7 @@ __all__ = [
     "ContainerView",
     "ObjectMetaView",
     "PodLike",
+    "PodProgress",
     "PodResources",
     "PodSpecView",
     "PodStatusView",
@@ -118,6 +119,25 @@ class PodResources(_View):
         return cls.model_validate_json(
             pod.__pydantic_serializer__.to_json(pod, by_alias=True, exclude_none=True)
         )
+
+
+class _GenerationView(_View):
+    generation: int | None = None
+
+
+class _ProgressStatusView(_View):
+    observed_generation: int | None = None
+    resize: PodResizeStatus | None = None
+
+
+class PodProgress(_View):
+    """How far a pod's resize has come, and nothing else (metadata.generation,
+    status.observedGeneration, status.resize): what a kubelet taking over nodes asks of each
+    of their pods to find those with a resize still to finish (~5x cheaper than the
+    resource fields)."""
+
+    metadata: _GenerationView = Field(default_factory=_GenerationView)
+    status: _ProgressStatusView = Field(default_factory=_ProgressStatusView)
 
 
 # What the resource rules read: a whole pod, or its resource fields.

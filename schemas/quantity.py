@@ -373,6 +373,10 @@ class Quantity:
     def is_zero(self) -> bool:
         return self._nanos == 0
 
+    def nano_value(self) -> int:
+        """The exact value in units of 10^-9 (what every quantity is held as)."""
+        return self._nanos
+
     def __bool__(self) -> bool:
         return self._nanos != 0
 

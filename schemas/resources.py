@@ -341,12 +341,13 @@ def pod_limits(pod: PodLike, *, source: LimitSource = "spec") -> ResourceList:
 # --- QoS ----------------------------------------------------------------------------------------
 
 
-def _qos_list(resources: Mapping[str, Quantity]) -> ResourceList:
-    """The QoS-relevant part of a list: cpu and memory, strictly positive."""
+def _qos_list(resources: Mapping[str, Quantity]) -> dict[str, int]:
+    """The QoS-relevant part of a list: cpu and memory, strictly positive (exact nano-units:
+    QoS is asked of every pod a kubelet re-admits, ~2x cheaper than summing quantities)."""
     return {
-        name: quantity
-        for name, quantity in resources.items()
-        if name in QOS_COMPUTE_RESOURCES and ZERO < quantity
+        name: value
+        for name in QOS_COMPUTE_RESOURCES
+        if name in resources and (value := resources[name].nano_value()) > 0
     }
 
 
@@ -364,20 +365,21 @@ def qos_class(pod: PodLike) -> PodQOSClass:
     """
     if pod.spec.resources is not None:
         return _pod_level_qos(pod.spec.resources)
-    requests: ResourceList = {}
-    limits: ResourceList = {}
+    requests: dict[str, int] = {}
+    limits: dict[str, int] = {}
     guaranteed = True
     for container in [*pod.spec.containers, *(pod.spec.init_containers or [])]:
-        requests = add(requests, _qos_list(_defaulted_requests(container.resources)))
+        for name, value in _qos_list(_defaulted_requests(container.resources)).items():
+            requests[name] = requests.get(name, 0) + value
         container_qos_limits = _qos_list(container.resources.limits or {})
-        limits = add(limits, container_qos_limits)
-        if not QOS_COMPUTE_RESOURCES <= container_qos_limits.keys():
+        for name, value in container_qos_limits.items():
+            limits[name] = limits.get(name, 0) + value
+        if len(container_qos_limits) < len(QOS_COMPUTE_RESOURCES):
             guaranteed = False
     if not requests and not limits:
         return "BestEffort"
-    if guaranteed and requests.keys() == limits.keys():
-        if all(requests[name] == limits[name] for name in requests):
-            return "Guaranteed"
+    if guaranteed and requests == limits:
+        return "Guaranteed"
     return "Burstable"
 
 

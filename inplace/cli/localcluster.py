@@ -88,6 +88,9 @@ class LocalCluster:
     # workload controllers: one consumer group shares the CloneSets (README "Several workload
     # controllers"); each gets its own static member name.
     workloads: int = 1
+    # schedulers: one consumer group; the holder of its leader partition binds, the others
+    # stand by with a warm cache (README "Scale-out", the scheduler's active/standby).
+    schedulers: int = 1
     children: list[Child] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
 
@@ -115,6 +118,14 @@ class LocalCluster:
             "INPLACE_WORKLOAD_KUBECONFIG": str(self.credentials.user_kubeconfig("workload")),
             "INPLACE_APISERVER_AUDIT_LOG": str(self.home / "logs" / "audit.log"),
         }
+
+    def _groups(self) -> tuple[tuple[str, int], ...]:
+        """The roles whose processes form a consumer group, with how many to run."""
+        return (
+            ("kubelet", self.kubelets),
+            ("workload", self.workloads),
+            ("scheduler", self.schedulers),
+        )
 
     def _firsts(self) -> list[Child]:
         """One child per role (the first apiserver stands for its replicas)."""
@@ -144,7 +155,7 @@ class LocalCluster:
         for replica in range(2, self.apiservers + 1):
             log = self.home / "logs" / f"apiserver-{replica}.log"
             self.children.append(Child("apiserver", free_port(HOST), log, https=self.secure))
-        for role, count in (("kubelet", self.kubelets), ("workload", self.workloads)):
+        for role, count in self._groups():
             for replica in range(2, count + 1):
                 log = self.home / "logs" / f"{role}-{replica}.log"
                 self.children.append(Child(role, free_port(HOST), log, https=self.secure))
@@ -233,9 +244,10 @@ class LocalCluster:
         replicas = [c.url for c in self.children if c.role == "apiserver"]
         if len(replicas) > 1:
             lines.append("  API replicas " + ", ".join(replicas))
-        for role, label in (("kubelet", "kubelets    "), ("workload", "workloads   ")):
+        for role, _ in self._groups():
             urls = [c.url for c in self.children if c.role == role]
             if len(urls) > 1:
+                label = f"{role}s".ljust(12)
                 lines.append(f"  {label} " + ", ".join(f"{url}/metrics" for url in urls))
         if self.secure:
             lines += [

@@ -119,6 +119,9 @@ def up_cmd(
         min=1,
         help="workload controllers sharing the CloneSets (one consumer group)",
     ),
+    schedulers: int = typer.Option(
+        1, "--schedulers", min=1, help="schedulers: one binds, the others stand by (one group)"
+    ),
 ) -> None:
     """Start the local cluster (Kafka, PostgreSQL, every role), print how to use it, and
     keep it running until Ctrl-C, which stops every process it started."""
@@ -136,6 +139,7 @@ def up_cmd(
         apiservers=apiservers,
         kubelets=kubelets,
         workloads=workloads,
+        schedulers=schedulers,
     )
     stop = [False]
 

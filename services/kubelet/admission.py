@@ -175,6 +175,22 @@ class NodeAllocation:
             _total=add(self.used(excluding=key), requests),
         )
 
+    def with_pods(self, pods: list[PodLike]) -> NodeAllocation:
+        """`with_pod` for many pods at once, in order (a restart re-admitting a node's pods):
+        one new checkpoint, not one per pod."""
+        if not pods:
+            return self
+        added = {pod_key(view): view for view in map(PodResources.of, pods)}
+        return NodeAllocation(
+            name=self.name,
+            allocatable=self.allocatable,
+            pods={**self.pods, **added},
+            cpu_manager_policy=self.cpu_manager_policy,
+            memory_manager_policy=self.memory_manager_policy,
+            exclusive_cpus_resize=self.exclusive_cpus_resize,
+            _requests={k: r for k, r in self._requests.items() if k not in added},
+        )
+
     def without_pod(self, key: str) -> NodeAllocation:
         """The checkpoint after a pod left the node (deleted, evicted, terminated)."""
         return NodeAllocation(

@@ -23,9 +23,9 @@ from inplace.core.readmodel import ReadModel
 from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.envelope import Cause
-from schemas.k8s import Node
+from schemas.k8s import Node, Pod
 from schemas.nodeswap import planning_capacity
-from schemas.podview import PodLike
+from schemas.podview import PodProgress
 from services.kubelet import podfilter
 from services.kubelet.admission import NodeAllocation
 from services.kubelet.config import KubeletConfig
@@ -264,7 +264,7 @@ class Kubelet:
             await self._take_over(taken)
         self._sweep()
         await self.model.caught_up()
-        await self._seed_causes()
+        await self._seed_causes([n for n in mine if n not in self.agents])
         for name in sorted(mine):
             if name in self.names and self.model.get("nodes", name) is None:
                 await self._writer.write(
@@ -341,7 +341,7 @@ class Kubelet:
     async def _take_over_new(self, name: str) -> None:
         try:
             await self._take_over([name])
-            await self._seed_causes()
+            await self._seed_causes([name])
             if self.serving and name not in self.agents and self._mine(name):
                 agent = self._make_agent(name)
                 self._hand_over_pods([agent])
@@ -360,14 +360,15 @@ class Kubelet:
             waiter.cancel()
             follower.result()
 
-    async def _seed_causes(self) -> None:
-        """Pods taken from the projection (at start, or nodes taken over) come without the
-        requests the kubelet still has to answer: take each unsettled pod's last request from
-        the history, so what it writes for them keeps the request's correlation id (one id
-        from Proposed to Actuated)."""
+    async def _seed_causes(self, nodes: list[str]) -> None:
+        """Pods taken from the projection (on `nodes`, at start or taken over) come without
+        the requests the kubelet still has to answer: take each unsettled pod's last request
+        from the history, so what it writes for them keeps the request's correlation id (one
+        id from Proposed to Actuated). Only how far each pod's resize came is decoded."""
+        pods = self.model.pods
         keys = [
             key
-            for key, pod in self.model.pods.views()
+            for key, pod in pods.views(pods.keys_on(set(nodes)), PodProgress)
             if f"{key[0]}/{key[1]}" not in self.causes and _unsettled(pod)
         ]
         if not keys:
@@ -396,7 +397,7 @@ class Kubelet:
             agent.restart_with(keys[agent.name])
 
 
-def _unsettled(pod: PodLike) -> bool:
+def _unsettled(pod: Pod | PodProgress) -> bool:
     """A resize the kubelet may still have to decide or finish."""
     generation = pod.metadata.generation or 1
     observed = pod.status.observed_generation or 0

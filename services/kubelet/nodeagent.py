@@ -32,7 +32,6 @@ from schemas.k8s import (
 )
 from schemas.kubeevents import event_about, reference
 from schemas.nodeswap import planning_capacity
-from schemas.podview import PodLike
 from schemas.quantity import Quantity
 from services.kubelet.actuation import (
     Blocked,
@@ -101,6 +100,7 @@ log = logging.getLogger(__name__)
 
 NODE_KEY = ""  # queue item meaning "the node itself changed"
 STEP_TIMEOUT = 30.0  # a hung runtime call becomes an error instead of a stuck node
+RESTART_YIELD_EVERY = 16  # pods put back into the runtime between two yields to the loop
 
 
 @dataclass
@@ -287,24 +287,35 @@ class NodeAgent:
             (view for _, view in pods.views([k for k in self._restart if k in pods])),
             key=lambda p: int(p.metadata.resource_version or 0),
         )
-        unsettled = []
-        for pod in mine:
-            key = pod_key(pod)
-            found = checkpoint.get((pod.metadata.namespace or "", pod.metadata.name or ""))
-            allocated = _resources_of_checkpoint(found) if found is not None else None
-            if (
-                allocated is not None
-                and pod.spec.node_name == self.name
-                and pod.status.phase not in ("Succeeded", "Failed")
-                and key not in self.pods  # re-admitted before a stop cut this short
-            ):
-                await self.readmit(pod, allocated)
-            # A settled pod has nothing to reconcile: its runtime was just set to what the
-            # log says it has. (Reconciling every pod after a 50,000-pod restart took ~13 s
-            # of CPU, in a profile, before a new resize on any node got its turn.)
-            if allocated is None or key not in self.pods or not settled(pod, allocated):
-                unsettled.append(key)
-            await asyncio.sleep(0)  # see `run`
+        allocations = [
+            (pod, _resources_of_checkpoint(found) if found is not None else None)
+            for pod in mine
+            for found in [checkpoint.get((pod.metadata.namespace or "", pod.metadata.name or ""))]
+        ]
+        back = [
+            with_resources(pod, allocated)
+            for pod, allocated in allocations
+            if allocated is not None
+            and pod.spec.node_name == self.name
+            and pod.status.phase not in ("Succeeded", "Failed")
+            and pod_key(pod) not in self.pods  # re-admitted before a stop cut this short
+        ]
+        # One checkpoint for the node's pods (no event, no admission decision: KEP-1287
+        # Kubelet Restart Tolerance), then the running ones back into the runtime.
+        self.checkpoint = self.checkpoint.with_pods(back)
+        for count, admitted in enumerate(p for p in back if p.status.phase == "Running"):
+            await self._start(pod_key(admitted), admitted)
+            if count % RESTART_YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # see `run`
+        # A settled pod has nothing to reconcile: its runtime was just set to what the log
+        # says it has. (Reconciling every pod after a 50,000-pod restart took ~13 s of CPU,
+        # in a profile, before a new resize on any node got its turn.)
+        unsettled = [
+            key
+            for pod, allocated in allocations
+            for key in [pod_key(pod)]
+            if allocated is None or key not in self.pods or not settled(pod, allocated)
+        ]
         self._restart = []
         for key in unsettled:
             self.enqueue(key)
@@ -485,14 +496,6 @@ class NodeAgent:
         await self.writer.write(payload)
 
     # --- pods -------------------------------------------------------------------------------
-
-    async def readmit(self, pod: PodLike, allocated: Resources) -> None:
-        """Kubelet restart: put a running pod back from its allocated checkpoint (no event,
-        no admission decision: KEP-1287 Kubelet Restart Tolerance), and back into the runtime."""
-        admitted = with_resources(pod, allocated)
-        self.checkpoint = self.checkpoint.with_pod(admitted)
-        if pod.status.phase == "Running":
-            await self._start(pod_key(pod), admitted)
 
     async def reconcile(self, key: str) -> None:
         pod = self._live(key)

@@ -1,5 +1,5 @@
-"""`inplace up` from nothing (two apiserver replicas, two kubelets): every role healthy, then
-Ctrl-C leaves no process behind."""
+"""`inplace up` from nothing (two apiserver replicas, two kubelets, two schedulers): every role
+healthy, then Ctrl-C leaves no process behind."""
 
 from __future__ import annotations
 
@@ -40,11 +40,14 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
+SCALED = ("--apiservers", "2", "--kubelets", "2", "--schedulers", "2")
+
+
 def test_up_starts_everything_and_ctrl_c_stops_everything() -> None:
     home = make_tmp_dir("inplace-up-")
     env = {**os.environ, "INPLACE_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "inplace.cli.main", "up", "--apiservers", "2", "--kubelets", "2"],
+        [sys.executable, "-m", "inplace.cli.main", "up", *SCALED],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -108,6 +111,19 @@ def test_up_starts_everything_and_ctrl_c_stops_everything() -> None:
                 for url in kubelets.groups()
             ]
         assert sorted(served[0] + served[1]) == ["node-0"], served
+        # Two schedulers: one leads (it bound web-0), the other stands by.
+        schedulers = re.search(r"schedulers +(\S+)/metrics, (\S+)/metrics", text)
+        assert schedulers is not None, text
+        with httpx.Client(
+            timeout=5, verify=ssl.create_default_context(cafile=home / "pki" / "ca.crt")
+        ) as client:
+            leading = [
+                re.findall(
+                    r"^inplace_scheduler_leading (\S+)$", client.get(f"{url}/metrics").text, re.M
+                )
+                for url in schedulers.groups()
+            ]
+        assert sorted(leading) == [["0.0"], ["1.0"]], leading
         # The second replica serves what went through the first (the same credentials).
         replicas = re.search(r"API replicas (https://\S+), (https://\S+)", text)
         assert replicas is not None and replicas.group(1) == roles["apiserver"], text

@@ -324,9 +324,21 @@ class LogFollower:
             max_poll_records=5000,
             **fetch,
         )
+        # End offsets over a connection of their own: a broker answers one connection's
+        # requests in order, and behind the follower's long-poll fetch (the broker holds it up
+        # to fetch.max.wait.ms, 500 ms by default, while nothing is new) a lookup waited ~1 s
+        # at every start and every node takeover.
+        self._offsets = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            **aiokafka_options(),
+            group_id=None,
+            enable_auto_commit=False,
+            isolation_level="read_committed",  # the end a read_committed follower reaches
+        )
 
     async def start(self, resume: dict[TopicPartition, int] | None = None) -> list[TopicPartition]:
         """Assign every partition; each starts at its `resume` offset, or at the beginning."""
+        await self._offsets.start()
         await self._consumer.start()
         tps: list[TopicPartition] = []
         await self._consumer._client.force_metadata_update()
@@ -346,10 +358,13 @@ class LogFollower:
         return tps
 
     async def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
-        return dict(await self._consumer.end_offsets(tps))
+        return dict(await self._offsets.end_offsets(tps))
 
     async def stop(self) -> None:
-        await self._consumer.stop()
+        try:
+            await self._consumer.stop()
+        finally:
+            await self._offsets.stop()
 
     async def batches(self, timeout_ms: int = 200) -> AsyncIterator[Batch]:
         while True:

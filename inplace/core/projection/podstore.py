@@ -18,11 +18,15 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Iterator, MutableMapping
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from schemas.k8s import Pod
-from schemas.podview import PodLike, PodResources, controller_kind
+from schemas.podview import PodResources, controller_kind
 
 NsName = tuple[str, str]
+View = TypeVar("View", bound=BaseModel)
 
 DEFAULT_HOT = 2048
 
@@ -101,19 +105,20 @@ class PodStore(MutableMapping[NsName, Pod]):
             hot = self._hot.get(key)
             yield key, hot if hot is not None else Pod.model_validate_json(entry.raw or b"")
 
-    def views(self, keys: Iterable[NsName] | None = None) -> Iterator[tuple[NsName, PodLike]]:
-        """Every pod's (or those of `keys`) resource fields (`PodResources`, read from its JSON
-        without decoding the rest), or the decoded pod where the hot set holds one (it may be
-        newer than the JSON). For a walk over many pods (seeding a role's own state); the hot
-        set is left as it was."""
+    def views(
+        self,
+        keys: Iterable[NsName] | None = None,
+        view: type[View] = PodResources,  # type: ignore[assignment]
+    ) -> Iterator[tuple[NsName, View | Pod]]:
+        """Every pod's (or those of `keys`) fields `view` names (by default `PodResources`,
+        read from its JSON without decoding the rest), or the decoded pod where the hot set
+        holds one (it may be newer than the JSON; a view's fields are Pod's). For a walk over
+        many pods (seeding a role's own state); the hot set is left as it was."""
         entries = self._entries
         chosen = list(entries.items()) if keys is None else [(k, entries[k]) for k in keys]
         for key, entry in chosen:
             hot = self._hot.get(key)
-            yield (
-                key,
-                hot if hot is not None else PodResources.model_validate_json(entry.raw or b""),
-            )
+            yield key, hot if hot is not None else view.model_validate_json(entry.raw or b"")
 
     # --- the stored form and the facts --------------------------------------------------------
 

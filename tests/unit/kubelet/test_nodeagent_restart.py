@@ -1,0 +1,97 @@
+"""KEP-1287 Kubelet Restart Tolerance, one node agent in memory (no Kafka): a new agent on a
+node puts every running pod back from its allocated checkpoint without deciding or writing
+anything about it, then reconciles only what moved while no agent served the node (a resize
+proposed meanwhile, a pod created meanwhile, one that ended meanwhile)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, cast
+
+from inplace.core.logwriter import LogWriter
+from inplace.core.readmodel import ReadModel
+from schemas import events as ev
+from schemas.nodeswap import planning_capacity
+from services.kubelet.admission import NodeAllocation
+from services.kubelet.nodeagent import NodeAgent
+from services.kubelet.runtime_fake import FakeRuntime
+from tests import factories
+from tests.unit.kubelet.test_nodeagent_retry import (
+    NEVER,
+    NODE,
+    NS,
+    Cluster,
+    agent_on_node,
+    resize,
+    start,
+    until,
+)
+
+
+def _written_about(cluster: Cluster, name: str, since: int) -> list[str]:
+    return [
+        type(p).__name__
+        for p in cluster.written[since:]
+        if isinstance(p, ev.PodEvent) and p.name == name
+    ]
+
+
+async def test_a_restarted_agent_puts_pods_back_and_reconciles_only_what_moved() -> None:
+    async with agent_on_node() as (cluster, first):
+        for name in ("settled", "resizing", "ending"):
+            await start(cluster, name, "500m")
+    # No agent serves the node now (the first is stopped): what happens meanwhile waits.
+    cluster.agent = None
+    cluster.apply(resize("resizing", "1"))
+    cluster.apply(
+        ev.PodPhaseChanged(namespace=NS, name="ending", uid=f"uid-{NS}-ending", phase="Succeeded"),
+        producer="kubelet",
+    )
+    newcomer = factories.pod(NS, "newcomer", cpu="250m")
+    newcomer.spec.node_name = NODE
+    cluster.apply(ev.PodCreated(namespace=NS, name="newcomer", uid="uid-newcomer", pod=newcomer))
+    pods = cluster.pods
+    for key in list(pods):  # as a snapshot holds them: JSON, undecoded
+        pods.put_json(key, pods.json(key) or b"", rv=pods.resource_version(key) or 0, node=NODE)
+
+    node = cluster.get("nodes", NODE)
+    runtime = FakeRuntime()
+    agent = NodeAgent(
+        NODE,
+        NodeAllocation.from_node(node),
+        runtime=cast(Any, runtime),
+        model=cast(ReadModel, cluster),
+        writer=cast(LogWriter, cluster),
+        causes={},
+        capacity=planning_capacity(node.status),
+        deferred_retry=(NEVER, NEVER),
+    )
+    before = len(cluster.written)
+    agent.restart_with(list(pods))
+    cluster.agent = agent
+    worker = asyncio.create_task(agent.run())
+    try:
+        await until(lambda: agent.restarted.is_set(), "re-admitted")
+        await until(lambda: cluster.pod("newcomer").status.phase == "Running", "newcomer runs")
+        await until(lambda: cluster.pod("resizing").status.resize is None, "resize done")
+    finally:
+        worker.cancel()
+        await asyncio.gather(worker, return_exceptions=True)
+
+    # Put back as it was, nothing written about it, running again in the (new) runtime.
+    assert _written_about(cluster, "settled", before) == []
+    settled = agent.checkpoint.allocated(f"{NS}/settled")
+    assert settled is not None
+    assert str(settled.spec.containers[0].resources.requests["cpu"]) == "500m"  # type: ignore[index]
+    assert f"{NS}/settled" in agent.pods
+    # The resize proposed meanwhile decided against a node that holds its running pods.
+    assert "Allocated" in _written_about(cluster, "resizing", before)
+    resized = agent.checkpoint.allocated(f"{NS}/resizing")
+    assert resized is not None
+    assert str(resized.spec.containers[0].resources.requests["cpu"]) == "1"  # type: ignore[index]
+    # Created meanwhile: admitted once; ended meanwhile: not put back.
+    assert _written_about(cluster, "newcomer", before).count("Allocated") == 1
+    assert agent.checkpoint.allocated(f"{NS}/ending") is None
+    assert f"{NS}/ending" not in agent.pods
+    assert len(agent.checkpoint.pods) == 3
+    assert first.checkpoint.allocated(f"{NS}/ending") is not None  # the old agent held it
