@@ -38,6 +38,7 @@ from schemas.k8s import (
 from schemas.podview import PodLike, PodResources
 from schemas.quantity import ZERO, Quantity
 from schemas.resources import add, is_sidecar, pod_requests, qos_class, subtract
+from services.kubelet.allocatedpods import AllocatedPods
 
 __all__ = [
     "POD_LEVEL",
@@ -110,6 +111,8 @@ class NodeAllocation:
     _total: ResourceList | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.pods, AllocatedPods):
+            object.__setattr__(self, "pods", AllocatedPods.of(self.pods))
         missing = [key for key in self.pods if key not in self._requests]
         if missing:
             cache = dict(self._requests)
@@ -156,18 +159,24 @@ class NodeAllocation:
             total = subtract(total, self._requests[excluding])
         return {name: quantity for name, quantity in total.items() if quantity}
 
+    @property
+    def _held(self) -> AllocatedPods:
+        pods = self.pods
+        assert isinstance(pods, AllocatedPods)  # __post_init__ made it one
+        return pods
+
     def with_pod(self, pod: PodLike) -> NodeAllocation:
         """The checkpoint after allocating `pod` (admission or accepted resize); a pod already
         present keeps its place in admission order. The checkpoint keeps the pod's resource
-        fields (`PodResources`), not the whole pod: a kubelet holds every pod of its nodes for
-        as long as it runs (~7 KB each instead of ~16 KB, and no copy shared with anyone)."""
-        pod = PodResources.of(pod)
-        key = pod_key(pod)
-        requests = pod_requests(pod)
+        fields, not the whole pod, and those as JSON (allocatedpods.py): a kubelet holds every
+        pod of its nodes for as long as it runs, and no copy is shared with anyone."""
+        view = PodResources.of(pod)
+        key = pod_key(view)
+        requests = pod_requests(view)
         return NodeAllocation(
             name=self.name,
             allocatable=self.allocatable,
-            pods={**self.pods, key: pod},
+            pods=self._held.with_pods([(key, view)]),
             cpu_manager_policy=self.cpu_manager_policy,
             memory_manager_policy=self.memory_manager_policy,
             exclusive_cpus_resize=self.exclusive_cpus_resize,
@@ -181,14 +190,16 @@ class NodeAllocation:
         if not pods:
             return self
         added = {pod_key(view): view for view in map(PodResources.of, pods)}
+        requests = {k: r for k, r in self._requests.items() if k not in added}
+        requests.update((key, pod_requests(view)) for key, view in added.items())
         return NodeAllocation(
             name=self.name,
             allocatable=self.allocatable,
-            pods={**self.pods, **added},
+            pods=self._held.with_pods(added.items()),
             cpu_manager_policy=self.cpu_manager_policy,
             memory_manager_policy=self.memory_manager_policy,
             exclusive_cpus_resize=self.exclusive_cpus_resize,
-            _requests={k: r for k, r in self._requests.items() if k not in added},
+            _requests=requests,
         )
 
     def without_pod(self, key: str) -> NodeAllocation:
@@ -196,7 +207,7 @@ class NodeAllocation:
         return NodeAllocation(
             name=self.name,
             allocatable=self.allocatable,
-            pods={k: p for k, p in self.pods.items() if k != key},
+            pods=self._held.without(key),
             cpu_manager_policy=self.cpu_manager_policy,
             memory_manager_policy=self.memory_manager_policy,
             exclusive_cpus_resize=self.exclusive_cpus_resize,

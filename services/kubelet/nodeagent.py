@@ -610,7 +610,7 @@ class NodeAgent:
         bookkeeping around it: the checkpoint, metrics, the Deferred queue and its timer.
 
         `pod` is the read model's own object (`_live`): everything read from it is read
-        before the first await (the decision, and the checkpoint's deep copy of the new
+        before the first await (the decision, and the checkpoint's JSON of the new
         allocation); after it, only its immutable identity (a private copy per reconcile
         was ~11% of the kubelet's CPU under load)."""
         generation = pod.metadata.generation or 1
@@ -625,7 +625,8 @@ class NodeAgent:
         step = resize_step(self.checkpoint, pod, self.name)
         self._book(key, pod, step)
         if step.allocation is not None:
-            self.checkpoint = self.checkpoint.with_pod(step.allocation.model_copy(deep=True))
+            # Held as JSON from here (allocatedpods.py): nothing of the live pod is kept.
+            self.checkpoint = self.checkpoint.with_pod(step.allocation)
         await self._carry_out(key, pod, step)
         if step.frees_room:
             self._retry_deferred("pod_resized")

@@ -1,0 +1,88 @@
+"""The allocated pods of a node's checkpoint, held as the JSON of their resource fields (issue 16).
+
+A decoded `PodResources` takes ~7 KB of heap, its JSON well under 1 KB, and a kubelet holds every
+pod of its nodes for as long as it runs (it was most of the kubelet's ~20 KB per pod). A node's
+decisions read one allocated pod at a time (the pod being resized or actuated; all of them only
+when the node itself is resized), so the checkpoint keeps the JSON and decodes a pod when asked.
+The pods written or read last stay decoded (`RECENT` per node, shared by the node's successive
+checkpoints): the steps of one resize decode its pod at most once.
+
+Like the views it replaces, a pod read here is for reading: a change is a new checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
+
+from schemas.podview import PodLike, PodResources
+
+RECENT = 4
+
+
+class _Recent:
+    """Decoded pods of one node, newest last; an entry is valid while its JSON is the held one."""
+
+    __slots__ = ("views",)
+
+    def __init__(self) -> None:
+        self.views: OrderedDict[str, tuple[bytes, PodResources]] = OrderedDict()
+
+    def get(self, key: str, raw: bytes) -> PodResources | None:
+        hit = self.views.get(key)
+        if hit is None or hit[0] is not raw:
+            return None
+        self.views.move_to_end(key)
+        return hit[1]
+
+    def put(self, key: str, raw: bytes, view: PodResources) -> None:
+        self.views[key] = (raw, view)
+        self.views.move_to_end(key)
+        while len(self.views) > RECENT:
+            self.views.popitem(last=False)
+
+
+class AllocatedPods(Mapping[str, PodLike]):
+    """Pod key → the allocated pod's resource fields, in admission order. Immutable: `with_pods`
+    and `without` return the next one."""
+
+    __slots__ = ("_raw", "_recent")
+
+    def __init__(self, raw: dict[str, bytes] | None = None, recent: _Recent | None = None) -> None:
+        self._raw: dict[str, bytes] = raw if raw is not None else {}
+        self._recent = recent if recent is not None else _Recent()
+
+    @classmethod
+    def of(cls, pods: Mapping[str, PodLike]) -> AllocatedPods:
+        if isinstance(pods, AllocatedPods):
+            return pods
+        return cls().with_pods((key, PodResources.of(pod)) for key, pod in pods.items())
+
+    def __getitem__(self, key: str) -> PodResources:
+        raw = self._raw[key]
+        view = self._recent.get(key, raw)
+        if view is None:
+            view = PodResources.model_validate_json(raw)
+            self._recent.put(key, raw, view)
+        return view
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+    def with_pods(self, pods: Iterable[tuple[str, PodResources]]) -> AllocatedPods:
+        """These pods added (or replaced, keeping their place in admission order)."""
+        raw = dict(self._raw)
+        for key, view in pods:
+            data = view.__pydantic_serializer__.to_json(view, by_alias=True, exclude_none=True)
+            raw[key] = data
+            self._recent.put(key, data, view)
+        return AllocatedPods(raw, self._recent)
+
+    def without(self, key: str) -> AllocatedPods:
+        return AllocatedPods({k: v for k, v in self._raw.items() if k != key}, self._recent)

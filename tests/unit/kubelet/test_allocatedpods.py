@@ -1,0 +1,55 @@
+"""The checkpoint holds allocated pods as JSON (allocatedpods.py): what it gives back is what was
+allocated, whatever happens to the pod it was given, in admission order, past the few kept
+decoded."""
+
+from __future__ import annotations
+
+from schemas.podview import PodResources
+from schemas.quantity import Quantity
+from services.kubelet.admission import NodeAllocation
+from services.kubelet.allocatedpods import RECENT
+from tests import factories
+
+NS = "ns"
+
+
+def _cpu(checkpoint: NodeAllocation, name: str) -> str:
+    pod = checkpoint.allocated(f"{NS}/{name}")
+    assert pod is not None
+    return str((pod.spec.containers[0].resources.requests or {})["cpu"])
+
+
+def test_the_checkpoint_keeps_what_was_allocated_not_the_pod_it_was_given() -> None:
+    node = factories.node("n1", cpu="64", memory="64Gi")
+    checkpoint = NodeAllocation.from_node(node)
+    pods = [factories.pod(NS, f"p{i}", cpu=f"{i + 1}00m") for i in range(RECENT * 2)]
+    for pod in pods:
+        checkpoint = checkpoint.with_pod(pod)
+    # The read model changes its pods in place as events arrive: the allocation stays.
+    for pod in pods:
+        (pod.spec.containers[0].resources.requests or {})["cpu"] = Quantity("9")
+    assert [_cpu(checkpoint, f"p{i}") for i in range(len(pods))] == [
+        f"{i + 1}00m" for i in range(len(pods))
+    ]
+    assert checkpoint.allocated(f"{NS}/p0") == PodResources.of(factories.pod(NS, "p0", cpu="100m"))
+    assert checkpoint.used()["cpu"] == Quantity(f"{sum(range(1, len(pods) + 1)) * 100}m")
+
+    # A resize replaces a pod in its place; a release removes it; older checkpoints stay.
+    resized = checkpoint.with_pod(factories.pod(NS, "p1", cpu="2"))
+    released = resized.without_pod(f"{NS}/p2")
+    assert _cpu(resized, "p1") == "2" and _cpu(checkpoint, "p1") == "200m"
+    assert list(released.pods)[:3] == [f"{NS}/p0", f"{NS}/p1", f"{NS}/p3"]
+    assert released.allocated(f"{NS}/p2") is None and _cpu(resized, "p2") == "300m"
+    assert [_cpu(released, "p1") for _ in range(2)] == ["2", "2"]
+
+
+def test_pods_put_back_at_once_are_each_held_as_allocated() -> None:
+    node = factories.node("n1", cpu="64", memory="64Gi")
+    pods = [factories.pod(NS, f"p{i}", cpu=f"{i + 1}") for i in range(RECENT + 2)]
+    one_by_one = NodeAllocation.from_node(node)
+    for pod in pods:
+        one_by_one = one_by_one.with_pod(pod)
+    at_once = NodeAllocation.from_node(node).with_pods(list(pods))
+    assert list(at_once.pods) == list(one_by_one.pods)
+    assert at_once.used() == one_by_one.used()
+    assert all(at_once.allocated(k) == one_by_one.allocated(k) for k in one_by_one.pods)
