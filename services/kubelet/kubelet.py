@@ -31,7 +31,7 @@ from services.kubelet.admission import NodeAllocation
 from services.kubelet.config import KubeletConfig
 from services.kubelet.cri import RuntimeService
 from services.kubelet.metrics import OWNED_NODE
-from services.kubelet.nodeagent import NODE_KEY, NodeAgent
+from services.kubelet.nodeagent import NODE_KEY, RESTARTS_AT_ONCE, NodeAgent
 from services.kubelet.nodes import node_names, node_object
 from services.kubelet.ownership import owned
 from services.kubelet.resizebook import ResizeBook
@@ -110,6 +110,7 @@ class Kubelet:
         # pod key → the node agent it was last routed to (the only one that may hold it).
         self._routed: dict[str, str] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
+        self._restarts = asyncio.Semaphore(RESTARTS_AT_ONCE)
         self._writer: LogWriter
         self.model.on_apply(self._on_apply)
 
@@ -323,6 +324,7 @@ class Kubelet:
                 self.config.deferred_retry_period,
             ),
             book=self.book,
+            restarts=self._restarts,
         )
         self.agents[name] = agent
         return agent

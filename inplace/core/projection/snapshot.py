@@ -132,7 +132,7 @@ class NodePods:
     """The projected pods of some nodes, their checkpoint, and where the projection is."""
 
     pods: PodStore  # as their JSON
-    allocations: dict[tuple[str, str], ev.Allocated]
+    allocations: dict[tuple[str, str], bytes]  # each an Allocated's JSON
     offsets: dict[TopicPartition, int]
 
 

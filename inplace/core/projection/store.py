@@ -101,7 +101,7 @@ class ProjectionStore:
         if state.allocations is not None:
             for r in await conn.fetch(f"SELECT namespace, name, payload FROM {s}.allocations"):
                 key = (r["namespace"], r["name"])
-                state.allocations[key] = ev.Allocated.model_validate_json(r["payload"])
+                state.allocations[key] = r["payload"].encode()
         pods = PodStore()
         for r in await conn.fetch(
             f"SELECT namespace, name, node_name, resource_version, object FROM {s}.pods"
@@ -157,10 +157,7 @@ class ProjectionStore:
             "ON p.namespace = a.namespace AND p.name = a.name WHERE p.node_name = ANY($1::text[])",
             nodes,
         )
-        allocations = {
-            (r["namespace"], r["name"]): ev.Allocated.model_validate_json(r["payload"])
-            for r in rows
-        }
+        allocations = {(r["namespace"], r["name"]): r["payload"].encode() for r in rows}
         return pods, allocations
 
     async def offsets(self, conn: asyncpg.Connection) -> dict[TopicPartition, int]:
@@ -609,15 +606,11 @@ def _touched_rows(
 
 
 def _allocation_rows(
-    allocations: dict[tuple[str, str], ev.Allocated] | None, keys: list[tuple[str, str]]
+    allocations: dict[tuple[str, str], bytes] | None, keys: list[tuple[str, str]]
 ) -> list[tuple[Any, ...]]:
     if allocations is None:
         return []
-    return [
-        (k[0], k[1], a.model_dump_json(by_alias=True, exclude_none=True))
-        for k in keys
-        if (a := allocations.get(k)) is not None
-    ]
+    return [(k[0], k[1], a.decode()) for k in keys if (a := allocations.get(k)) is not None]
 
 
 async def _delete_keys(conn: asyncpg.Connection, schema: str, table: str, keys: list[Any]) -> None:
