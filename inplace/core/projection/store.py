@@ -141,7 +141,7 @@ class ProjectionStore:
 
     async def load_pods_on(
         self, conn: asyncpg.Connection, nodes: list[str]
-    ) -> tuple[PodStore, dict[tuple[str, str], ev.Allocated]]:
+    ) -> tuple[PodStore, dict[tuple[str, str], bytes]]:
         """The pods bound to `nodes`, as their JSON (undecoded), and their allocation
         checkpoint (call with `offsets` in one REPEATABLE READ transaction)."""
         s = self.schema
