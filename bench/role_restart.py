@@ -8,6 +8,8 @@ own log lines (when it loaded the snapshot, joined its group, served).
 
     .venv/bin/python -m bench.role_restart --nodes 1000 --pods 50000 --resizes 20 \
         --roles apiserver,scheduler,quota,hotplug,workload,kubelet --offset0 apiserver
+
+`--kubelets 2 --pin` times two kubelet processes sharing the nodes, each on a core of its own.
 """
 
 from __future__ import annotations
@@ -135,13 +137,19 @@ async def _wait_projected(dsn: str, events: int) -> None:
 
 
 def _serve(
-    role: str, env: dict[str, str], port: int, profile: Path | None = None
+    role: str,
+    env: dict[str, str],
+    port: int,
+    profile: Path | None = None,
+    cpu: int | None = None,
 ) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "inplace.cli.main", "serve", role, "--port", str(port)]
     if profile is not None:  # collapsed stacks of the whole start (one line per stack)
         spy = Path(sys.executable).parent / "py-spy"
         command = [str(spy), "record", "-f", "raw", "-r", "200", "-o", str(profile), "--"]
         command += [sys.executable, "-m", "inplace.cli.main", "serve", role, "--port", str(port)]
+    if cpu is not None:  # a core of its own (what a machine with more cores would give it)
+        command = ["taskset", "-c", str(cpu), *command]
     return subprocess.Popen(command, env=env)
 
 
@@ -200,6 +208,17 @@ def main() -> None:
         type=Path,
         help="record each timed role's start with py-spy into DIR/<role>.txt (collapsed stacks)",
     )
+    parser.add_argument(
+        "--kubelets",
+        type=int,
+        default=1,
+        help="kubelet processes sharing the nodes (one consumer group); ready when all are",
+    )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="pin the i-th process of the timed role to core i (taskset), as on a bigger machine",
+    )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="inplace-bench-restart-", dir="/tmp"))
     root.chmod(0o755)
@@ -235,21 +254,41 @@ def main() -> None:
         print(f"projector caught up in {time.perf_counter() - t:.1f} s")
         runs = [(role, "from the projection", "true") for role in args.roles.split(",")]
         runs += [(role, "from offset 0", "false") for role in args.offset0.split(",") if role]
+        cores = os.cpu_count() or 1
         for role, label, snapshot in runs:
-            port = free_port()
             flag = f"INPLACE_{role.upper()}_START_FROM_PROJECTION"
             profile = args.py_spy / f"{role}.txt" if args.py_spy else None
-            proc = _serve(role, {**env, flag: snapshot}, port, profile)
-            url = f"http://127.0.0.1:{port}"
+            count = args.kubelets if role == "kubelet" else 1
+            started = time.perf_counter()
+            procs = []
+            for i in range(count):
+                port = free_port()
+                # Each kubelet process a member of the group under its own static name.
+                own = {**env, flag: snapshot, "INPLACE_KUBELET_INSTANCE": f"bench-kubelet-{i}"}
+                cpu = i % cores if args.pin else None
+                procs.append(
+                    (
+                        _serve(role, own, port, profile if i == 0 else None, cpu),
+                        f"http://127.0.0.1:{port}",
+                    )
+                )
             try:
-                seconds = _ready(url, proc)
-                read, rss = _consumed(url, role), _rss_mb(_role_pid(proc))
-                print(f"{role} {label}: ready in {seconds:.1f} s, {read:,} records read, ")
-                print(f"  RSS {rss:.0f} MB")
+                for proc, url in procs:
+                    _ready(url, proc)
+                seconds = time.perf_counter() - started
+                read = sum(_consumed(url, role) for _, url in procs)
+                rss = [f"{_rss_mb(_role_pid(proc)):.0f}" for proc, _ in procs]
+                shape = (
+                    f" x{count}" + (" pinned" if args.pin else "") if count > 1 or args.pin else ""
+                )
+                print(f"{role}{shape} {label}: ready in {seconds:.1f} s, {read:,} records read, ")
+                print(f"  RSS {' + '.join(rss)} MB")
             finally:
-                if proc.poll() is None:  # the role itself: py-spy then writes and exits
-                    os.kill(_role_pid(proc), signal.SIGTERM)
-                proc.wait(timeout=60)
+                for proc, _ in procs:
+                    if proc.poll() is None:  # the role itself: py-spy then writes and exits
+                        os.kill(_role_pid(proc), signal.SIGTERM)
+                for proc, _ in procs:
+                    proc.wait(timeout=60)
     finally:
         broker.stop()
         database.stop()

@@ -240,8 +240,7 @@ class Kubelet:
         the pod in hand (another process may start them as soon as the group has rejoined)."""
         self.serving = False
         leaving = [n for n in self.agents if owned([n], partitions, self.leases.count)]
-        for name in leaving:
-            await self._stop_worker(name)
+        await self._stop_workers(leaving)
         if leaving:
             log.info("kubelet stopped %d node(s) for a rebalance", len(leaving))
 
@@ -255,8 +254,9 @@ class Kubelet:
         if not self._filtering:  # the first assignment: nothing of `mine` was skipped
             self.owned, self._filtering = set(mine), True
         self.owned &= mine  # from now on the records of nodes that left are skipped
-        for name in [n for n in self.agents if n not in mine]:
-            await self._stop_worker(name)
+        gone = [n for n in self.agents if n not in mine]
+        await self._stop_workers(gone)
+        for name in gone:
             del self.agents[name]
             with contextlib.suppress(KeyError):
                 OWNED_NODE.remove(name)
@@ -290,6 +290,12 @@ class Kubelet:
             self.leases.topic,
             len(new),
         )
+
+    async def _stop_workers(self, names: list[str]) -> None:
+        """Stop these nodes' workers together, each after the pod in hand: one after the
+        other, each waited for a turn of a loop busy re-admitting (1,000 nodes took ~3 s of
+        a rebalance)."""
+        await asyncio.gather(*(self._stop_worker(name) for name in names))
 
     async def _stop_worker(self, name: str) -> None:
         task = self._workers.pop(name, None)

@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 Callback = Callable[[set[int]], Awaitable[None]]
 
+HEARTBEAT_MS = 1000  # at most; a third of the session timeout when that is shorter
+
 
 class GroupMember(BaseSettings):
     """A role process's settings as a member of its role's group; each role's own settings
@@ -104,7 +106,9 @@ class PartitionLeases:
             enable_auto_commit=False,
             auto_offset_reset="latest",
             session_timeout_ms=int(session_timeout * 1000),
-            heartbeat_interval_ms=max(500, int(session_timeout * 1000) // 3),
+            # A member learns of a rebalance from a heartbeat's answer: every second, not a
+            # third of the session timeout (a process joining waited ~3 s for the others).
+            heartbeat_interval_ms=min(HEARTBEAT_MS, int(session_timeout * 1000) // 3),
             rebalance_timeout_ms=int((session_timeout + stop_timeout) * 1000),
         )
 
