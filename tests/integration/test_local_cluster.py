@@ -40,6 +40,18 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
+def _scrape(home: Path, text: str, label: str, pattern: str) -> list[list[str]]:
+    """`pattern`'s matches in the /metrics of each of the two processes `up` printed under
+    `label` (e.g. "kubelets   https://…/metrics, https://…/metrics")."""
+    urls = re.search(rf"{label} +(\S+)/metrics, (\S+)/metrics", text)
+    assert urls is not None, text
+    context = ssl.create_default_context(cafile=home / "pki" / "ca.crt")
+    with httpx.Client(timeout=5, verify=context) as client:
+        return [
+            re.findall(pattern, client.get(f"{url}/metrics").text, re.M) for url in urls.groups()
+        ]
+
+
 SCALED = ("--apiservers", "2", "--kubelets", "2", "--schedulers", "2")
 
 
@@ -97,32 +109,12 @@ def test_up_starts_everything_and_ctrl_c_stops_everything() -> None:
         assert pod["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "200m"
         assert pod["status"].get("resize") in ("Proposed", "InProgress", None)  # may be done
         # Two kubelet processes share the nodes: each node served by exactly one of them.
-        kubelets = re.search(r"kubelets +(\S+)/metrics, (\S+)/metrics", text)
-        assert kubelets is not None, text
-        with httpx.Client(
-            timeout=5, verify=ssl.create_default_context(cafile=home / "pki" / "ca.crt")
-        ) as client:
-            served = [
-                re.findall(
-                    r'^inplace_kubelet_node_owned\{node="([^"]+)"\} 1\.0$',
-                    client.get(f"{url}/metrics").text,
-                    re.M,
-                )
-                for url in kubelets.groups()
-            ]
+        served = _scrape(
+            home, text, "kubelets", r'^inplace_kubelet_node_owned\{node="([^"]+)"\} 1\.0$'
+        )
         assert sorted(served[0] + served[1]) == ["node-0"], served
         # Two schedulers: one leads (it bound web-0), the other stands by.
-        schedulers = re.search(r"schedulers +(\S+)/metrics, (\S+)/metrics", text)
-        assert schedulers is not None, text
-        with httpx.Client(
-            timeout=5, verify=ssl.create_default_context(cafile=home / "pki" / "ca.crt")
-        ) as client:
-            leading = [
-                re.findall(
-                    r"^inplace_scheduler_leading (\S+)$", client.get(f"{url}/metrics").text, re.M
-                )
-                for url in schedulers.groups()
-            ]
+        leading = _scrape(home, text, "schedulers", r"^inplace_scheduler_leading (\S+)$")
         assert sorted(leading) == [["0.0"], ["1.0"]], leading
         # The second replica serves what went through the first (the same credentials).
         replicas = re.search(r"API replicas (https://\S+), (https://\S+)", text)
