@@ -337,8 +337,16 @@ class LogFollower:
         )
 
     async def start(self, resume: dict[TopicPartition, int] | None = None) -> list[TopicPartition]:
-        """Assign every partition; each starts at its `resume` offset, or at the beginning."""
-        await self._offsets.start()
+        """Assign every partition; each starts at its `resume` offset, or at the beginning.
+        A start that fails (no broker, a missing topic) leaves no connection open."""
+        try:
+            await self._offsets.start()
+            return await self._assign(resume)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _assign(self, resume: dict[TopicPartition, int] | None) -> list[TopicPartition]:
         await self._consumer.start()
         tps: list[TopicPartition] = []
         await self._consumer._client.force_metadata_update()
