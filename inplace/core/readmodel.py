@@ -25,7 +25,7 @@ from inplace.core.bus.headers import Accept
 from inplace.core.bus.producer import Position
 from inplace.core.observability.metrics import MALFORMED, SNAPSHOT_OBJECTS, START_SOURCE
 from inplace.core.projection import reducers
-from inplace.core.projection.podstore import PodStore
+from inplace.core.projection.podstore import NsName, PodStore
 from inplace.core.projection.reducers import position_of, resource_version
 from inplace.core.projection.snapshot import PROJECTED_TOPICS, load_pods_on, load_snapshot
 from inplace.core.projection.state import ClusterState
@@ -193,6 +193,7 @@ class ReadModel:
         window: int = 50_000,
         snapshot: bool = False,
         allocations: bool = False,
+        demands: bool = False,
         accept: Accept | None = None,
         fetch_wait_ms: int = 0,
     ) -> None:
@@ -209,6 +210,9 @@ class ReadModel:
         `allocations`: also keep the kubelet's allocation checkpoint (ClusterState.allocations);
         other holders leave it out and save the memory.
 
+        `demands`: a snapshot also brings each placed pod's stored demand (schemas.demand),
+        in `snapshot_demands` while the seeders run (the scheduler's), then dropped.
+
         `accept`: decode only the records it takes, judged by their headers (a role that folds
         a few event types skips the others unparsed: `headers.of_types`; a kubelet process
         skips other processes' nodes, see `take_pods_on` for taking more later).
@@ -224,6 +228,8 @@ class ReadModel:
         self._listeners: list[Callable[[Record], None]] = []
         self._seeders: list[Callable[[], None]] = []
         self.keep_allocations = allocations
+        self.want_demands = demands
+        self.snapshot_demands: dict[NsName, str] = {}
         self.accept = accept
         self.from_snapshot = False  # the state came from the projection, not offset 0
         # Work that must not interleave with applying batches (taking over nodes).
@@ -267,7 +273,11 @@ class ReadModel:
         s = self.settings
         projected = {s.topic(t) for t in PROJECTED_TOPICS} & set(self.topics)
         found = await load_snapshot(
-            s.postgres_dsn, s.projection_schema, projected, allocations=self.keep_allocations
+            s.postgres_dsn,
+            s.projection_schema,
+            projected,
+            allocations=self.keep_allocations,
+            demands=self.want_demands,
         )
         if isinstance(found, str):
             log.warning("%s: no snapshot (%s): reading the log from offset 0", self.role, found)
@@ -287,8 +297,12 @@ class ReadModel:
         )
         START_SOURCE.labels(self.role, "snapshot").set(1)
         SNAPSHOT_OBJECTS.labels(self.role).set(found.objects)
-        for seed in self._seeders:
-            seed()
+        self.snapshot_demands = found.demands
+        try:
+            for seed in self._seeders:
+                seed()
+        finally:
+            self.snapshot_demands = {}
         return found.offsets
 
     async def run(self) -> None:

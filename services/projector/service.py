@@ -41,6 +41,8 @@ class Projector:
         self.pool = await create_pool(self.settings.postgres_dsn, max_size=4)
         async with self.pool.acquire() as conn:
             await migrate(conn, self.settings.projection_schema)
+            if filled := await self.store.fill_demands(conn):
+                log.info("filled in the demand of %d pods projected before it was kept", filled)
         producer = EventProducer(
             self.settings.kafka_bootstrap,
             client_id=ROLE,

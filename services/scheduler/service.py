@@ -32,6 +32,7 @@ from inplace.core.readmodel import OFF_PATH_FETCH_WAIT_MS, ReadModel
 from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
 from schemas import events as ev
+from schemas.demand import priced_row
 from schemas.envelope import Envelope, EventPayload
 from schemas.events import NODES, PODS
 from schemas.k8s import Event, EventType, Pod
@@ -225,11 +226,23 @@ class Scheduler:
 
     def _seed(self) -> None:
         """Started from a snapshot: the cache and the queue from the objects (nodes first, so
-        every bound pod finds its node)."""
+        every bound pod finds its node). A placed pod counts what the projection stored for
+        it (schemas.demand, priced by the same rule when it was projected); one without a
+        stored demand is priced here from its resource fields."""
         for node in self.model.objects("nodes").values():
             self.cache.upsert_node(node)
-        pods = self.model.pods
-        for (namespace, name), view in pods.views():
+        pods, priced = self.model.pods, self.model.snapshot_demands
+        rest = []
+        for key in pods:
+            row = priced.get(key)
+            node = pods.node_of(key)
+            if row is None or not node:
+                rest.append(key)
+                continue
+            demand, infeasible = priced_row(row)
+            self._infeasible[pod_key(*key)] = infeasible
+            self.cache.place(pod_key(*key), node, demand)
+        for (namespace, name), view in pods.views(rest):
             # A placed pod is priced from its resource fields; a pending one, decoded whole,
             # waits in the queue with what placing it reads (selectors, affinity, tolerations).
             pod = view if view.spec.node_name is not None else pods[(namespace, name)]
@@ -384,6 +397,7 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         topics=INPUT_TOPICS,
         window=0,
         snapshot=True,
+        demands=True,
         accept=of_types(READS),
         fetch_wait_ms=OFF_PATH_FETCH_WAIT_MS,  # binding waits on no read of its own
     )

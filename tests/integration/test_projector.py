@@ -18,6 +18,7 @@ from inplace.core.projection.store import ProjectionStore
 from inplace.core.settings import Settings
 from inplace.core.store.migrations import migrate
 from schemas import events as ev
+from schemas.demand import demand_json, priced_row
 from schemas.envelope import Envelope
 from tests import factories
 from tests.integration.conftest import RoleProcess, projected_offsets, wait_caught_up
@@ -37,6 +38,13 @@ async def _fold_log(settings: Settings) -> ClusterState:
 async def _allocations(conn: asyncpg.Connection, schema: str) -> dict[tuple[str, str], object]:
     rows = await conn.fetch(f"SELECT namespace, name, payload FROM {schema}.allocations")
     return {(r["namespace"], r["name"]): json.loads(r["payload"]) for r in rows}
+
+
+async def _demands(conn: asyncpg.Connection, schema: str) -> dict[tuple[str, str], object]:
+    rows = await conn.fetch(
+        f"SELECT namespace, name, demand FROM {schema}.pods WHERE demand IS NOT NULL"
+    )
+    return {(r["namespace"], r["name"]): priced_row(r["demand"]) for r in rows}
 
 
 async def test_sigkill_mid_stream_applies_every_event_exactly_once(
@@ -90,6 +98,18 @@ async def test_sigkill_mid_stream_applies_every_event_exactly_once(
         await conn.execute(f"DELETE FROM {schema}.schema_migrations WHERE version = 3")
         assert await migrate(conn, schema) == [3]
         assert await _allocations(conn, schema) == checkpoint
+        # Each pod's demand on its node as the scheduler prices it (what a scheduler starts
+        # from); a projection made before the column gets it filled in by the projector.
+        demands = await _demands(conn, schema)
+        assert demands == {k: priced_row(demand_json(p)) for k, p in expected.pods.items()}
+        await conn.execute(f"ALTER TABLE {schema}.pods DROP COLUMN demand")
+        await conn.execute(f"DELETE FROM {schema}.schema_migrations WHERE version = 4")
+        assert await migrate(conn, schema) == [4]
+        assert await _demands(conn, schema) == {}
+        store = ProjectionStore(schema)
+        assert await store.fill_demands(conn, chunk=7) == len(live)
+        assert await _demands(conn, schema) == demands
+        assert await store.fill_demands(conn) == 0
         live_checksum = await ProjectionStore(schema).checksum(conn)
     finally:
         await conn.close()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import asyncpg
@@ -39,6 +39,8 @@ class Snapshot:
     state: ClusterState
     # Next offset to read per partition of the projected topics (absent: from 0).
     offsets: dict[TopicPartition, int]
+    # Asked for (`demands`): the stored demand of each placed pod (schemas.demand.demand_json).
+    demands: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def objects(self) -> int:
@@ -80,6 +82,7 @@ async def load_snapshot(
     connect_timeout: float = 10.0,
     *,
     allocations: bool = False,
+    demands: bool = False,
 ) -> Snapshot | str:
     """The snapshot, or why there is none (one line, for the log)."""
 
@@ -87,9 +90,10 @@ async def load_snapshot(
         offsets = await store.offsets(conn)
         if not offsets:
             return "the projector has not stored anything yet"
-        state = await store.load_state(conn, allocations=allocations)
+        priced: dict[tuple[str, str], str] | None = {} if demands else None
+        state = await store.load_state(conn, allocations=allocations, demands=priced)
         mine = {tp: n for tp, n in offsets.items() if tp.topic in projected_topics}
-        return Snapshot(state, mine)
+        return Snapshot(state, mine, priced or {})
 
     return await _consistent_read(dsn, schema, read, connect_timeout)
 

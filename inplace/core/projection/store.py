@@ -23,6 +23,7 @@ from inplace.core.projection.state import ClusterState
 from inplace.core.projection.warm import Warm
 from inplace.core.store.migrations import check_schema_name
 from schemas import events as ev
+from schemas.demand import demand_json
 from schemas.k8s import Event, LimitRange, Node, Pod, ResourceQuota
 from schemas.resources import is_sidecar
 
@@ -91,11 +92,16 @@ class ProjectionStore:
         )
 
     async def load_state(
-        self, conn: asyncpg.Connection, *, allocations: bool = False
+        self,
+        conn: asyncpg.Connection,
+        *,
+        allocations: bool = False,
+        demands: dict[tuple[str, str], str] | None = None,
     ) -> ClusterState:
         """Every projected object, as the fold of the log up to `offsets` holds it (call both
         inside one REPEATABLE READ transaction for a consistent snapshot); `allocations`: the
-        kubelet's checkpoint too."""
+        kubelet's checkpoint too; `demands`: filled with the stored demand (`demand_json`) of
+        each pod bound to a node and not ended, where the row has one."""
         s = self.schema
         state = ClusterState(allocations={} if allocations else None)
         if state.allocations is not None:
@@ -103,10 +109,18 @@ class ProjectionStore:
                 key = (r["namespace"], r["name"])
                 state.allocations[key] = r["payload"].encode()
         pods = PodStore()
+        placed = (
+            ", CASE WHEN node_name IS NOT NULL AND phase NOT IN ('Succeeded', 'Failed')"
+            " THEN demand END AS demand"
+            if demands is not None
+            else ""
+        )
         for r in await conn.fetch(
-            f"SELECT namespace, name, node_name, resource_version, object FROM {s}.pods"
+            f"SELECT namespace, name, node_name, resource_version, object{placed} FROM {s}.pods"
         ):
             _hold(pods, r)
+            if demands is not None and r["demand"] is not None:
+                demands[(r["namespace"], r["name"])] = r["demand"]
         state.pods = pods
         for r in await conn.fetch(f"SELECT name, object FROM {s}.nodes"):
             state.nodes[r["name"]] = Node.model_validate_json(r["object"])
@@ -159,6 +173,32 @@ class ProjectionStore:
         )
         allocations = {(r["namespace"], r["name"]): r["payload"].encode() for r in rows}
         return pods, allocations
+
+    async def fill_demands(self, conn: asyncpg.Connection, chunk: int = 1000) -> int:
+        """Write the demand of every pod row that has none (a projection written before the
+        column, migration 0004): what a rebuild would write, so the checksums still agree.
+        Only where the row is still the one read: a projector applying a batch meanwhile
+        writes its own. Returns how many rows were filled."""
+        s, filled, after = self.schema, 0, ("", "")
+        while rows := await conn.fetch(
+            f"SELECT namespace, name, resource_version, object FROM {s}.pods"
+            " WHERE demand IS NULL AND (namespace, name) > ($1, $2)"
+            f" ORDER BY namespace, name LIMIT {int(chunk)}",
+            *after,
+        ):
+            priced = [
+                (r["namespace"], r["name"], r["resource_version"], demand_json(pod))
+                for r in rows
+                for pod in [Pod.model_validate_json(r["object"])]
+            ]
+            await conn.executemany(
+                f"UPDATE {s}.pods SET demand = $4 WHERE namespace = $1 AND name = $2"
+                " AND resource_version = $3 AND demand IS NULL",
+                priced,
+            )
+            filled += len(priced)
+            after = (rows[-1]["namespace"], rows[-1]["name"])
+        return filled
 
     async def offsets(self, conn: asyncpg.Connection) -> dict[TopicPartition, int]:
         rows = await conn.fetch(
@@ -409,6 +449,7 @@ def _pod_row(pod: Pod) -> tuple[Any, ...]:
         pod.status.qos_class,
         int(pod.metadata.resource_version or 0),
         pod_json(pod).decode(),  # jsonb: key order is its own, so no sorting here
+        demand_json(pod),
     )
 
 
@@ -484,6 +525,7 @@ OBJECT_COLUMNS: dict[str, list[str]] = {
         "qos_class",
         "resource_version",
         "object",
+        "demand",
     ],
     "containers": [
         "namespace",

@@ -11,6 +11,7 @@ from inplace.core.bus.producer import Position
 from inplace.core.readmodel import ReadModel
 from inplace.core.settings import Settings
 from schemas import events as ev
+from schemas.demand import demand_json
 from schemas.envelope import Envelope, EventPayload
 from services.scheduler.cache import SchedulerCache
 from services.scheduler.service import Scheduler
@@ -83,3 +84,46 @@ def test_a_resize_turning_infeasible_is_priced_at_what_was_granted(
     assert feed.cpu() == 1000  # ... unless Infeasible: only what the node granted
     feed(ev.ResizeStatusChanged(namespace=NS, name=NAME, uid=UID, resize=None))
     assert feed.cpu() == 64000
+
+
+def _started(feed: _Feed, demands: dict[tuple[str, str], str]) -> Scheduler:
+    """A scheduler seeded from `feed`'s objects as from a snapshot bringing `demands`."""
+    scheduler = Scheduler(feed.model, producer=None)  # type: ignore[arg-type]
+    feed.model.snapshot_demands = demands
+    scheduler._seed()
+    return scheduler
+
+
+def _counted(scheduler: Scheduler) -> tuple[dict[str, Any], dict[str, Any]]:
+    cache = scheduler.cache
+    return (
+        {key: (cache.placed_node(key), cache.placed_demand(key)) for key in cache.placed_keys()},
+        {n.name: n.requested() for n in cache.nodes()},
+    )
+
+
+def test_a_scheduler_started_from_the_projection_counts_the_stored_demands(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seeded from the projection's `pods.demand` where a row has one, by pricing the pod
+    where not: the same cache either way, and the stored demand is what it counts."""
+    feed = _Feed(monkeypatch)
+    feed(ev.NodeRegistered(name=NODE, node=factories.node(NODE)))
+    for i, cpu in enumerate(["1", "2", "250m"]):
+        name = f"web-{i}"
+        uid = f"uid-{NS}-{name}"
+        feed(ev.PodCreated(namespace=NS, name=name, uid=uid, pod=factories.pod(NS, name, cpu=cpu)))
+        if i < 2:
+            feed(ev.PodBound(namespace=NS, name=name, uid=uid, node_name=NODE))
+    feed(factories.resize_flow(NS, "web-1", NODE, "3", "128Mi")[0])  # a resize Proposed
+    stored = {key: demand_json(feed.model.pods[key]) for key in feed.model.pods}
+    priced = _counted(_started(feed, {}))
+    assert priced[1] == {NODE: {"cpu": 4000, "memory": 2 * 128 * 1024 * 1024}}
+    assert _counted(_started(feed, stored)) == priced
+    assert _counted(_started(feed, {(NS, "web-0"): stored[(NS, "web-0")]})) == priced
+    # The pending pod waits in the queue whichever way the others were counted.
+    assert list(_started(feed, stored)._queue) == [f"{NS}/web-2"]
+    # Taken as stored, not priced again.
+    other = demand_json(factories.pod(NS, "web-0", cpu="7"))
+    seeded = _started(feed, {**stored, (NS, "web-0"): other})
+    assert _counted(seeded)[1][NODE]["cpu"] == 7000 + 3000

@@ -13,16 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from schemas.demand import _granted_anywhere, _non_zero_requests, demand_json, priced_row
 from schemas.k8s import Node, Pod, ResourceList
 from schemas.quantity import ZERO, Quantity
-from schemas.resources import resize_aware_containers
+from schemas.resources import is_resize_infeasible, resize_aware_containers
 from services.scheduler.cache import (
     CapacityFreed,
     PendingPodShrunk,
     PodDemand,
     SchedulerCache,
-    _granted_anywhere,
-    _non_zero_requests,
     amount,
     effective_requests,
     pod_demand,
@@ -1090,6 +1089,20 @@ def pods(draw: st.DrawFn) -> Pod:
         node=draw(st.sampled_from([None, *NODE_NAMES])),
         phase=draw(st.sampled_from(["Running", "Pending", "Succeeded"])),
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(pods())
+def test_the_projected_demand_reads_back_as_priced(pod: Pod) -> None:
+    """What the projection stores beside each pod (`pods.demand`, what a starting scheduler
+    counts) is what pricing the pod gives, Infeasible flag included."""
+    assert priced_row(demand_json(pod)) == (pod_demand(pod), is_resize_infeasible(pod))
+
+
+@pytest.mark.parametrize("case", DEMAND_CASES, ids=[case[0] for case in DEMAND_CASES])
+def test_the_projected_demand_keeps_extended_resources(case: tuple[str, Pod, PodDemand]) -> None:
+    _, pod, expected = case
+    assert priced_row(demand_json(pod))[0] == expected
 
 
 OPS = st.one_of(
