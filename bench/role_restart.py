@@ -167,6 +167,18 @@ def _ready(url: str, proc: subprocess.Popen[bytes], within: float = 1800) -> flo
     raise SystemExit("not ready")
 
 
+def _restored(url: str, within: float = 1800) -> None:
+    """Until a kubelet has every pod it re-admitted back in the runtime (it is ready before:
+    the checkpoint counts them from its first read)."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < within:
+        text = httpx.get(f"{url}/metrics", timeout=10).text
+        if re.search(r"^inplace_kubelet_pods_restoring 0\.0$", text, re.M):
+            return
+        time.sleep(0.25)  # a scrape costs the kubelet more than a /readyz
+    raise SystemExit("pods never all back in the runtime")
+
+
 def _consumed(url: str, role: str) -> int:
     text = httpx.get(f"{url}/metrics", timeout=10).text
     found = re.findall(
@@ -276,12 +288,21 @@ def main() -> None:
                 for proc, url in procs:
                     _ready(url, proc)
                 seconds = time.perf_counter() - started
+                restored = ""
+                if role == "kubelet":
+                    for _, url in procs:
+                        _restored(url)
+                    back = time.perf_counter() - started
+                    restored = f"every pod back in the runtime in {back:.1f} s, "
                 read = sum(_consumed(url, role) for _, url in procs)
                 rss = [f"{_rss_mb(_role_pid(proc)):.0f}" for proc, _ in procs]
                 shape = (
                     f" x{count}" + (" pinned" if args.pin else "") if count > 1 or args.pin else ""
                 )
-                print(f"{role}{shape} {label}: ready in {seconds:.1f} s, {read:,} records read, ")
+                print(
+                    f"{role}{shape} {label}: ready in {seconds:.1f} s, {restored}"
+                    f"{read:,} records read, "
+                )
                 print(f"  RSS {' + '.join(rss)} MB")
             finally:
                 for proc, _ in procs:

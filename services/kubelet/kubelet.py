@@ -30,8 +30,8 @@ from services.kubelet import podfilter
 from services.kubelet.admission import NodeAllocation
 from services.kubelet.config import KubeletConfig
 from services.kubelet.cri import RuntimeService
-from services.kubelet.metrics import OWNED_NODE
-from services.kubelet.nodeagent import NODE_KEY, RESTARTS_AT_ONCE, NodeAgent
+from services.kubelet.metrics import OWNED_NODE, PODS_RESTORING
+from services.kubelet.nodeagent import NODE_KEY, NodeAgent
 from services.kubelet.nodes import node_names, node_object
 from services.kubelet.ownership import owned
 from services.kubelet.resizebook import ResizeBook
@@ -39,6 +39,7 @@ from services.kubelet.runtime_cgroup import CgroupRuntime, cgroup_support
 from services.kubelet.runtime_fake import FakeRuntime
 
 ROLE = "kubelet"
+RESTORES_AT_ONCE = 4  # nodes putting their re-admitted pods back into the runtime at once
 log = logging.getLogger(__name__)
 
 
@@ -110,15 +111,23 @@ class Kubelet:
         # pod key → the node agent it was last routed to (the only one that may hold it).
         self._routed: dict[str, str] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
-        self._restarts = asyncio.Semaphore(RESTARTS_AT_ONCE)
+        self._restore_wanted = asyncio.Event()  # nodes were handed pods to re-admit
+        PODS_RESTORING.set_function(lambda: self.restoring)
         self._writer: LogWriter
         self.model.on_apply(self._on_apply)
 
     @property
     def ready(self) -> bool:
-        """Serving its nodes, each with its pods re-admitted (an agent taking a node over in
-        a rebalance makes the process unready for that long, as at start)."""
-        return self.started and all(a.restarted.is_set() for a in self.agents.values())
+        """Serving its nodes: each node's checkpoint takes its pods back before anything
+        reads it, so a decision made from now on counts them (KEP-1287); putting them back
+        into the runtime goes on meanwhile (`restoring`), as a real kubelet's pod workers
+        sync after it is up."""
+        return self.started
+
+    @property
+    def restoring(self) -> int:
+        """Pods of a restart or takeover not yet back in the runtime, over all nodes."""
+        return sum(agent.restoring for agent in self.agents.values())
 
     def _on_apply(self, record: Record) -> None:
         payload = record.envelope.payload
@@ -210,17 +219,21 @@ class Kubelet:
         await producer.start()
         follower = asyncio.create_task(self.model.run(), name="read-model")
         leases: asyncio.Task[None] | None = None
+        restorer: asyncio.Task[None] | None = None
         try:
             await self._wait_ready(follower)
             self._writer = LogWriter(producer, self.model, ROLE)
             leases = asyncio.create_task(self.leases.run(), name="node-leases")
+            restorer = asyncio.create_task(self._restore(), name="restorer")
             while True:  # a crashed worker, group member or read model ends the kubelet
                 workers = list(self._workers.values())
                 done, _ = await asyncio.wait(
-                    [follower, leases, *workers], return_when="FIRST_EXCEPTION", timeout=1.0
+                    [follower, leases, restorer, *workers],
+                    return_when="FIRST_EXCEPTION",
+                    timeout=1.0,
                 )
                 for task in done:
-                    if task is follower or task is leases:  # they never end on their own
+                    if task in (follower, leases, restorer):  # they never end on their own
                         if not task.cancelled():
                             task.result()
                         raise RuntimeError(f"the kubelet's {task.get_name()} stopped")
@@ -228,6 +241,8 @@ class Kubelet:
                         task.result()
         finally:
             follower.cancel()
+            if restorer is not None:
+                restorer.cancel()
             for worker in self._workers.values():
                 worker.cancel()
             if leases is not None:
@@ -307,7 +322,24 @@ class Kubelet:
             task.cancel()  # idle on its queue: nothing in hand
         with contextlib.suppress(asyncio.CancelledError):
             await task
+        agent.end_turn()  # a worker cancelled before it ran never ended its turn itself
         agent.stopping = False
+
+    async def _restore(self) -> None:
+        """Give the node agents handed pods their turn to put them back into the runtime, a
+        few nodes at a time: each turn queues behind the work its node already has, the loop
+        stays free for the API and the log, and nodes finish one after another."""
+        turns = asyncio.Semaphore(RESTORES_AT_ONCE)
+
+        async def turn(agent: NodeAgent) -> None:
+            async with turns:
+                if self._workers.get(agent.name) is not None:  # still served here
+                    await agent.restore_turn()
+
+        while True:
+            await self._restore_wanted.wait()
+            self._restore_wanted.clear()
+            await asyncio.gather(*(turn(a) for a in list(self.agents.values()) if a.restoring))
 
     def _make_agent(self, name: str) -> NodeAgent:
         node = self.model.get("nodes", name)
@@ -330,7 +362,6 @@ class Kubelet:
                 self.config.deferred_retry_period,
             ),
             book=self.book,
-            restarts=self._restarts,
         )
         self.agents[name] = agent
         return agent
@@ -403,6 +434,7 @@ class Kubelet:
             self._routed.setdefault(f"{key[0]}/{key[1]}", node)
         for agent in agents:
             agent.restart_with(keys[agent.name])
+        self._restore_wanted.set()
 
 
 def _unsettled(pod: Pod | PodProgress) -> bool:

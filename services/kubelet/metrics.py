@@ -48,3 +48,8 @@ OWNED_NODE = Gauge(
     "1 for each node this kubelet process serves (its consumer group's share of the nodes)",
     ["node"],
 )
+PODS_RESTORING = Gauge(
+    "inplace_kubelet_pods_restoring",
+    "Pods of a restart or node takeover, re-admitted from the checkpoint, not yet put back "
+    "into the runtime (0 once every one is back)",
+)

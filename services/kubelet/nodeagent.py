@@ -99,9 +99,9 @@ from services.kubelet.resizestep import (
 log = logging.getLogger(__name__)
 
 NODE_KEY = ""  # queue item meaning "the node itself changed"
+RESTORE_KEY = "restore"  # queue item: this node's turn to put its pods back into the runtime
+RESTORE_YIELD_EVERY = 16  # pods put back into the runtime between two yields to the loop
 STEP_TIMEOUT = 30.0  # a hung runtime call becomes an error instead of a stuck node
-RESTARTS_AT_ONCE = 4  # node agents of a process re-admitting their pods at the same time
-RESTART_YIELD_EVERY = 16  # pods put back into the runtime between two yields to the loop
 
 
 @dataclass
@@ -126,11 +126,8 @@ class NodeAgent:
         capacity: dict[str, Any] | None = None,
         deferred_retry: tuple[float, float] = (30.0, 180.0),
         book: ResizeBook | None = None,
-        restarts: asyncio.Semaphore | None = None,
     ) -> None:
         self.name = name
-        # Shared by a process's agents: how many re-admit their node's pods at once.
-        self._restarts = restarts if restarts is not None else asyncio.Semaphore(1)
         self.book = book if book is not None else ResizeBook()
         self._trigger: dict[str, str] = {}  # deferred key → what last retried it
         self._noted: dict[str, tuple[str | None, str]] = {}  # key → its InProgress note
@@ -139,7 +136,7 @@ class NodeAgent:
         self.deferred_retry = deferred_retry
         self._retry_timer: asyncio.TimerHandle | None = None
         self.step_timeout = step_timeout
-        self.checkpoint = checkpoint
+        self._checkpoint = checkpoint
         self.runtime = runtime
         self.model = model
         self.writer = writer
@@ -154,11 +151,12 @@ class NodeAgent:
         self._seen_generation: dict[str, int] = {}
         self._capacity: dict[str, Any] | None = capacity  # as at registration/restart
         self._resync_failed = 0
-        # Pods to re-admit from the checkpoint before anything else (restart_with), and
-        # whether that is done.
+        # Pods handed over to re-admit from the checkpoint (restart_with) before the node's
+        # checkpoint is first read; then those to put back into the runtime, in log order
+        # (an ordered set), on the node's turn (`restore_turn`).
         self._restart: list[tuple[str, str]] = []
-        self.restarted = asyncio.Event()
-        self.restarted.set()
+        self._to_restore: dict[str, None] = {}
+        self._turn: asyncio.Future[None] | None = None
         # Set while a pod (or the node) is in hand; `stopping` ends `run` after it.
         self.busy = False
         self.stopping = False
@@ -243,57 +241,92 @@ class NodeAgent:
 
     async def run(self) -> None:
         """Work the queue until `stopping`: a node moving to another kubelet process stops
-        between two pods, never inside one (what a step wrote is on the log when it ends).
-        Re-admission (restart_with) comes first."""
-        if not self.restarted.is_set():
-            # A few nodes at a time: each holds its pods' decoded views while it works, and a
-            # thousand nodes at once held every pod of the process (~350 MB at 50,000 pods);
-            # the CPU is the same, and nodes serve as they finish. Waiting for a turn is idle
-            # (a node moving away meanwhile is simply dropped).
-            async with self._restarts:
+        between two pods, never inside one (what a step wrote is on the log when it ends)."""
+        try:
+            while not self.stopping:
+                key = await self._queue.get()
+                self._queued.discard(key)
                 self.busy = True
                 try:
-                    await self._restart_tolerance()
+                    if key == NODE_KEY:
+                        await self._node_changed()
+                    elif key == RESTORE_KEY:
+                        await self._restore_all()
+                    else:
+                        await self.reconcile(key)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    # One pod's trouble never stops the node: log it, look again later.
+                    log.exception("%s: reconcile of %s failed; retrying", self.name, key)
+                    if key not in (NODE_KEY, RESTORE_KEY):
+                        self._retry_later(key)
                 finally:
                     self.busy = False
-        while not self.stopping:
-            key = await self._queue.get()
-            self._queued.discard(key)
-            self.busy = True
-            try:
-                if key == NODE_KEY:
-                    await self._node_changed()
-                else:
-                    await self.reconcile(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                # One pod's trouble never stops the node: log it, look again later.
-                log.exception("%s: reconcile of %s failed; retrying", self.name, key)
-                if key != NODE_KEY:
-                    self._retry_later(key)
-            finally:
-                self.busy = False
-            # A pod whose reconcile needs no I/O (a fake runtime, nothing to write) never
-            # suspends: yield between pods, so a thousand agents working through a restart
-            # share the loop with the log, the API and /readyz.
-            await asyncio.sleep(0)
+                    if key == RESTORE_KEY:
+                        self.end_turn()
+                # A pod whose reconcile needs no I/O (a fake runtime, nothing to write) never
+                # suspends: yield between pods, so a thousand agents working through a restart
+                # share the loop with the log, the API and /readyz.
+                await asyncio.sleep(0)
+        finally:
+            self.end_turn()  # stopped before its turn came: the next node's turn
 
     def restart_with(self, keys: list[tuple[str, str]]) -> None:
         """KEP-1287 Kubelet Restart Tolerance, for a node this process starts serving (at
-        start, or taken over in a rebalance): `run` first puts back every pod of `keys` from
-        its allocated resources (the checkpoint), then reconciles in log order each that is
-        not `settled`, so no pending resize is decided against a node that does not yet hold
-        its running pods."""
+        start, or taken over in a rebalance): the pods of `keys` go back into the checkpoint
+        from their allocated resources before anything reads it (`checkpoint`), so every
+        decision counts them, and the unsettled ones are then reconciled in log order. The
+        running ones go back into the runtime on the node's turn (`restore_turn`): work that
+        is queued first is served first."""
         self._restart = list(keys)
-        self.restarted.clear()
 
-    async def _restart_tolerance(self) -> None:
+    @property
+    def checkpoint(self) -> NodeAllocation:
+        """The node's allocated pods (KEP-1287's checkpoint), with any handed over by
+        `restart_with` re-admitted first: cheap to hand over, paid by the first reader."""
+        if self._restart:
+            self._readmit()
+        return self._checkpoint
+
+    @checkpoint.setter
+    def checkpoint(self, value: NodeAllocation) -> None:
+        self._checkpoint = value
+
+    @property
+    def restoring(self) -> int:
+        """Pods handed over or re-admitted whose runtime is not back yet."""
+        return len(self._restart) + len(self._to_restore)
+
+    def restore_turn(self) -> asyncio.Future[None]:
+        """Queue this node's turn to put its re-admitted pods back into the runtime; done
+        when they are back (or the agent stopped). The kubelet grants a few nodes a turn at a
+        time, so the loop stays free for the API and the log, and nodes finish one by one."""
+        turn = self._turn
+        if turn is None:
+            turn = self._turn = asyncio.get_running_loop().create_future()
+            if self.restoring:
+                self.enqueue(RESTORE_KEY)
+            else:
+                self.end_turn()
+        return turn
+
+    def end_turn(self) -> None:
+        """The node's restore turn is over (done, or the agent stopped)."""
+        turn, self._turn = self._turn, None
+        if turn is not None and not turn.done():
+            turn.set_result(None)
+
+    def _readmit(self) -> list[Pod]:
+        """Put the handed-over pods back into the checkpoint (no event, no admission
+        decision) and queue the unsettled ones in log order; the running ones, to put back
+        into the runtime (also noted, for a turn that comes later)."""
+        keys, self._restart = self._restart, []
         pods = self.model.pods
         checkpoint = self.model.state.allocations or {}
         # Their resource fields are all re-admission reads (and all the checkpoint keeps).
         mine = sorted(
-            (view for _, view in pods.views([k for k in self._restart if k in pods])),
+            (view for _, view in pods.views([k for k in keys if k in pods])),
             key=lambda p: int(p.metadata.resource_version or 0),
         )
         allocations = [
@@ -309,26 +342,30 @@ class NodeAgent:
             and pod.status.phase not in ("Succeeded", "Failed")
             and pod_key(pod) not in self.pods  # re-admitted before a stop cut this short
         ]
-        # One checkpoint for the node's pods (no event, no admission decision: KEP-1287
-        # Kubelet Restart Tolerance), then the running ones back into the runtime.
-        self.checkpoint = self.checkpoint.with_pods(back)
-        for count, admitted in enumerate(p for p in back if p.status.phase == "Running"):
-            await self._start(pod_key(admitted), admitted)
-            if count % RESTART_YIELD_EVERY == 0:
+        self._checkpoint = self._checkpoint.with_pods(back)
+        running = [p for p in back if p.status.phase == "Running"]
+        self._to_restore.update((pod_key(p), None) for p in running)
+        # A settled pod has nothing to reconcile: its runtime is put back as the log says it
+        # is. (Reconciling every pod after a 50,000-pod restart took ~13 s of CPU, in a
+        # profile, before a new resize on any node got its turn.) An unsettled one starts
+        # its runtime itself, if it has to, when it is reconciled (`_actuate`).
+        for pod, allocated in allocations:
+            if allocated is None or not settled(pod, allocated):
+                self.enqueue(pod_key(pod))
+        return running
+
+    async def _restore_all(self) -> None:
+        """Put every re-admitted running pod back into the runtime at its allocation."""
+        fresh = {pod_key(p): p for p in self._readmit()} if self._restart else {}
+        for count, key in enumerate(list(self._to_restore), 1):
+            del self._to_restore[key]
+            # Its allocation as re-admitted (or as now, if re-admitted before this turn);
+            # none if released meanwhile.
+            allocated = fresh.get(key) or self._checkpoint.allocated(key)
+            if allocated is not None and key not in self.pods:
+                await self._start(key, allocated)
+            if count % RESTORE_YIELD_EVERY == 0:
                 await asyncio.sleep(0)  # see `run`
-        # A settled pod has nothing to reconcile: its runtime was just set to what the log
-        # says it has. (Reconciling every pod after a 50,000-pod restart took ~13 s of CPU,
-        # in a profile, before a new resize on any node got its turn.)
-        unsettled = [
-            key
-            for pod, allocated in allocations
-            for key in [pod_key(pod)]
-            if allocated is None or key not in self.pods or not settled(pod, allocated)
-        ]
-        self._restart = []
-        for key in unsettled:
-            self.enqueue(key)
-        self.restarted.set()
 
     # --- helpers ----------------------------------------------------------------------------
 
@@ -383,6 +420,7 @@ class NodeAgent:
         """KEP-3953: the node's capacity changed. Re-admit what runs (evicting by QoS when it no
         longer fits), resync swap limits and OOM score adj, then retry Deferred resizes. A
         failed step is a NodeResizeFailed + FailedNodeResize condition, retried from the top."""
+        await self._restore_all()  # evictions and swap limits see every pod
         node = self.model.get("nodes", self.name)
         if node is None or node.status is None:
             return

@@ -28,6 +28,24 @@ from tests.unit.kubelet.test_nodeagent_retry import (
 )
 
 
+def _newcomer_agent(cluster: Cluster, runtime: FakeRuntime) -> NodeAgent:
+    """A new agent for the node, its pods held as a snapshot holds them (JSON, undecoded)."""
+    pods = cluster.pods
+    for key in list(pods):
+        pods.put_json(key, pods.json(key) or b"", rv=pods.resource_version(key) or 0, node=NODE)
+    node = cluster.get("nodes", NODE)
+    return NodeAgent(
+        NODE,
+        NodeAllocation.from_node(node),
+        runtime=cast(Any, runtime),
+        model=cast(ReadModel, cluster),
+        writer=cast(LogWriter, cluster),
+        causes={},
+        capacity=planning_capacity(node.status),
+        deferred_retry=(NEVER, NEVER),
+    )
+
+
 def _written_about(cluster: Cluster, name: str, since: int) -> list[str]:
     return [
         type(p).__name__
@@ -50,28 +68,13 @@ async def test_a_restarted_agent_puts_pods_back_and_reconciles_only_what_moved()
     newcomer = factories.pod(NS, "newcomer", cpu="250m")
     newcomer.spec.node_name = NODE
     cluster.apply(ev.PodCreated(namespace=NS, name="newcomer", uid="uid-newcomer", pod=newcomer))
-    pods = cluster.pods
-    for key in list(pods):  # as a snapshot holds them: JSON, undecoded
-        pods.put_json(key, pods.json(key) or b"", rv=pods.resource_version(key) or 0, node=NODE)
-
-    node = cluster.get("nodes", NODE)
-    runtime = FakeRuntime()
-    agent = NodeAgent(
-        NODE,
-        NodeAllocation.from_node(node),
-        runtime=cast(Any, runtime),
-        model=cast(ReadModel, cluster),
-        writer=cast(LogWriter, cluster),
-        causes={},
-        capacity=planning_capacity(node.status),
-        deferred_retry=(NEVER, NEVER),
-    )
+    agent = _newcomer_agent(cluster, FakeRuntime())
     before = len(cluster.written)
-    agent.restart_with(list(pods))
+    agent.restart_with(list(cluster.pods))
     cluster.agent = agent
     worker = asyncio.create_task(agent.run())
     try:
-        await until(lambda: agent.restarted.is_set(), "re-admitted")
+        await asyncio.wait_for(agent.restore_turn(), timeout=10)
         await until(lambda: cluster.pod("newcomer").status.phase == "Running", "newcomer runs")
         await until(lambda: cluster.pod("resizing").status.resize is None, "resize done")
     finally:
@@ -95,3 +98,39 @@ async def test_a_restarted_agent_puts_pods_back_and_reconciles_only_what_moved()
     assert f"{NS}/ending" not in agent.pods
     assert len(agent.checkpoint.pods) == 3
     assert first.checkpoint.allocated(f"{NS}/ending") is not None  # the old agent held it
+
+
+async def test_a_resize_asked_during_a_restore_is_decided_before_the_pods_are_back() -> None:
+    """Handing a node over does no work; the checkpoint counts every handed-over pod from its
+    first read, so a resize queued before the node's restore turn is decided against all of
+    them (Deferred: they leave no room) before they are back in the runtime, not after."""
+    async with agent_on_node() as (cluster, _):  # 4 CPUs
+        for i in range(30):
+            await start(cluster, f"p{i}", "100m")
+    cluster.agent = None
+    runtime = FakeRuntime()
+    agent = _newcomer_agent(cluster, runtime)
+    agent.restart_with(list(cluster.pods))
+    assert (agent.restoring, runtime.journal()) == (30, [])
+    sandboxes_when: dict[str, int] = {}
+    write = cluster.write
+
+    async def noting(payload: ev.EventPayload, *, cause: Any = None) -> None:
+        if isinstance(payload, ev.ResizeStatusChanged) and payload.resize is not None:
+            sandboxes_when[payload.resize] = len(runtime.journal("run_pod_sandbox"))
+        await write(payload, cause=cause)
+
+    cluster.write = noting  # type: ignore[method-assign]
+    cluster.agent = agent
+    cluster.apply(resize("p0", "2"))  # 2.9 CPUs of the others + 2 > 4
+    worker = asyncio.create_task(agent.run())
+    try:
+        await asyncio.wait_for(agent.restore_turn(), timeout=10)
+    finally:
+        worker.cancel()
+        await asyncio.gather(worker, return_exceptions=True)
+    assert cluster.pod("p0").status.resize == "Deferred"
+    assert sandboxes_when == {"Deferred": 0}
+    assert len(runtime.journal("run_pod_sandbox")) == 30
+    assert agent.restoring == 0
+    assert len(agent.pods) == 30
