@@ -11,8 +11,8 @@ import uvloop
 from pydantic import ValidationError
 from rich.console import Console
 
-from inplace.cli import explain, infra, load, node, pki, replay, secrets
 from inplace.cli.errors import fail, run_async
+from inplace.cli.lazy import LazyGroup
 from inplace.cli.output import OUTPUT, check_format, print_document, print_rows
 from inplace.cli.roles import ROLES, serve
 from inplace.core.bus.auth import kafka_auth
@@ -24,15 +24,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    cls=LazyGroup,  # kafka, postgres, replay, node, pki, secrets, load, explain: lazy.py
 )
-app.add_typer(infra.kafka_app, name="kafka")
-app.add_typer(infra.postgres_app, name="postgres")
-app.add_typer(replay.app, name="replay")
-app.add_typer(node.app, name="node")
-app.add_typer(pki.app, name="pki")
-app.add_typer(secrets.app, name="secrets")
-app.command("load")(load.load_cmd)
-app.command("explain")(explain.explain_cmd)
 out = Console(highlight=False, soft_wrap=True)
 
 
