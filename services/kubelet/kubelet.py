@@ -326,8 +326,11 @@ class Kubelet:
         agent.stopping = False
 
     async def _restore(self) -> None:
-        """Give the node agents handed pods their turn to put them back into the runtime, a
-        few nodes at a time: each turn queues behind the work its node already has, the loop
+        """Bring back the pods handed to node agents, in two passes. First every node's
+        checkpoint (cheap, ~50 µs a pod): what a resize decides on, and what finds the pods
+        left unsettled while no process served the node, which their agents reconcile at
+        once. Then each node's turn to put its pods back into the runtime (~100 µs a pod), a
+        few nodes at a time: a turn queues behind the work its node already has, the loop
         stays free for the API and the log, and nodes finish one after another."""
         turns = asyncio.Semaphore(RESTORES_AT_ONCE)
 
@@ -339,6 +342,10 @@ class Kubelet:
         while True:
             await self._restore_wanted.wait()
             self._restore_wanted.clear()
+            for count, agent in enumerate(list(self.agents.values()), 1):
+                agent.readmit()
+                if count % RESTORES_AT_ONCE == 0:
+                    await asyncio.sleep(0)
             await asyncio.gather(*(turn(a) for a in list(self.agents.values()) if a.restoring))
 
     def _make_agent(self, name: str) -> NodeAgent:
