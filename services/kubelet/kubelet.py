@@ -221,9 +221,11 @@ class Kubelet:
         leases: asyncio.Task[None] | None = None
         restorer: asyncio.Task[None] | None = None
         try:
-            await self._wait_ready(follower)
             self._writer = LogWriter(producer, self.model, ROLE)
+            # The group is joined while the snapshot loads (~0.4 s of the start): an
+            # assignment waits for the model (`_assigned`).
             leases = asyncio.create_task(self.leases.run(), name="node-leases")
+            await self._wait_ready(follower)
             restorer = asyncio.create_task(self._restore(), name="restorer")
             while True:  # a crashed worker, group member or read model ends the kubelet
                 workers = list(self._workers.values())
@@ -263,6 +265,7 @@ class Kubelet:
         """Serve the nodes of `partitions`: nodes kept carry on; nodes new to this process are
         re-admitted from the checkpoint once everything their last owner wrote is applied."""
         self.partitions = partitions
+        await self.model.ready.wait()
         await self.model.caught_up()
         simulated = [n for n, node in self.model.objects("nodes").items() if _is_simulated(node)]
         mine = owned(dict.fromkeys([*self.names, *simulated]), partitions, self.leases.count)
@@ -280,14 +283,14 @@ class Kubelet:
             await self._take_over(taken)
         self._sweep()
         await self.model.caught_up()
-        await self._seed_causes([n for n in mine if n not in self.agents])
+        unsettled = await self._seed_causes([n for n in mine if n not in self.agents])
         for name in sorted(mine):
             if name in self.names and self.model.get("nodes", name) is None:
                 await self._writer.write(
                     ev.NodeRegistered(name=name, node=node_object(self.config, name))
                 )
         new = [self._make_agent(n) for n in sorted(mine) if n not in self.agents]
-        self._hand_over_pods(new)
+        self._hand_over_pods(new, unsettled)
         self.started = True
         for name in sorted(mine):
             if name not in self._workers:
@@ -326,11 +329,8 @@ class Kubelet:
         agent.stopping = False
 
     async def _restore(self) -> None:
-        """Bring back the pods handed to node agents, in two passes. First every node's
-        checkpoint (cheap, ~50 µs a pod): what a resize decides on, and what finds the pods
-        left unsettled while no process served the node, which their agents reconcile at
-        once. Then each node's turn to put its pods back into the runtime (~100 µs a pod), a
-        few nodes at a time: a turn queues behind the work its node already has, the loop
+        """Give the node agents handed pods their turn to put them back into the runtime, a
+        few nodes at a time: each turn queues behind the work its node already has, the loop
         stays free for the API and the log, and nodes finish one after another."""
         turns = asyncio.Semaphore(RESTORES_AT_ONCE)
 
@@ -342,10 +342,6 @@ class Kubelet:
         while True:
             await self._restore_wanted.wait()
             self._restore_wanted.clear()
-            for count, agent in enumerate(list(self.agents.values()), 1):
-                agent.readmit()
-                if count % RESTORES_AT_ONCE == 0:
-                    await asyncio.sleep(0)
             await asyncio.gather(*(turn(a) for a in list(self.agents.values()) if a.restoring))
 
     def _make_agent(self, name: str) -> NodeAgent:
@@ -387,10 +383,10 @@ class Kubelet:
     async def _take_over_new(self, name: str) -> None:
         try:
             await self._take_over([name])
-            await self._seed_causes([name])
+            unsettled = await self._seed_causes([name])
             if self.serving and name not in self.agents and self._mine(name):
                 agent = self._make_agent(name)
-                self._hand_over_pods([agent])
+                self._hand_over_pods([agent], unsettled)
                 self._start_worker(agent)
                 OWNED_NODE.labels(name).set(1)
             elif name not in self.agents:
@@ -406,32 +402,39 @@ class Kubelet:
             waiter.cancel()
             follower.result()
 
-    async def _seed_causes(self, nodes: list[str]) -> None:
-        """Pods taken from the projection (on `nodes`, at start or taken over) come without
-        the requests the kubelet still has to answer: take each unsettled pod's last request
+    async def _seed_causes(self, nodes: list[str]) -> list[tuple[str, str]]:
+        """The pods of `nodes` (taken from the projection, at start or taken over) whose
+        resize the kubelet may still have to decide or finish, in log order. They come
+        without the requests the kubelet still has to answer: take each one's last request
         from the history, so what it writes for them keeps the request's correlation id (one
         id from Proposed to Actuated). Only how far each pod's resize came is decoded."""
         pods = self.model.pods
-        keys = [
-            key
-            for key, pod in pods.views(pods.keys_on(set(nodes)), PodProgress)
-            if f"{key[0]}/{key[1]}" not in self.causes and _unsettled(pod)
-        ]
+        unsettled = sorted(
+            (
+                key
+                for key, pod in pods.views(pods.keys_on(set(nodes)), PodProgress)
+                if _unsettled(pod)
+            ),
+            key=lambda key: pods.resource_version(key) or 0,
+        )
+        keys = [key for key in unsettled if f"{key[0]}/{key[1]}" not in self.causes]
         if not keys:
-            return
+            return unsettled
         s = self.settings
         found = await load_causes(s.postgres_dsn, s.projection_schema, keys, besides=ROLE)
         if isinstance(found, str):
             log.warning("kubelet: no request history for %d unsettled pods (%s)", len(keys), found)
-            return
+            return unsettled
         for (namespace, name), envelope in found.items():
             self.causes.setdefault(f"{namespace}/{name}", envelope.as_cause())
+        return unsettled
 
-    def _hand_over_pods(self, agents: list[NodeAgent]) -> None:
-        """Hand each new node agent the pods bound to its node: its worker re-admits them from
-        their allocated resources before anything else, then reconciles the unsettled ones
-        in log order (NodeAgent.restart_with). Node by node, interleaved, instead of every pod
-        of the process before any node serves."""
+    def _hand_over_pods(self, agents: list[NodeAgent], unsettled: list[tuple[str, str]]) -> None:
+        """Hand each new node agent the pods bound to its node (NodeAgent.restart_with): its
+        checkpoint re-admits them before any decision, and the restorer puts them back into
+        the runtime on the node's turn. The `unsettled` ones (a resize asked or under way
+        while no process served the node) are queued now, in log order, so they do not wait
+        for their node's turn."""
         names = {a.name for a in agents}
         pods = self.model.pods
         keys: dict[str, list[tuple[str, str]]] = {name: [] for name in names}
@@ -441,6 +444,11 @@ class Kubelet:
             self._routed.setdefault(f"{key[0]}/{key[1]}", node)
         for agent in agents:
             agent.restart_with(keys[agent.name])
+        by_name = {a.name: a for a in agents}
+        for key in unsettled:
+            agent = by_name.get(pods.node_of(key) or "")
+            if agent is not None:
+                agent.enqueue(f"{key[0]}/{key[1]}")
         self._restore_wanted.set()
 
 

@@ -289,13 +289,6 @@ class NodeAgent:
             self._readmit()
         return self._checkpoint
 
-    def readmit(self) -> None:
-        """Re-admit what was handed over now (what the checkpoint's first read does): its
-        unsettled pods are queued without waiting for the node's restore turn. Synchronous,
-        so never in the middle of a decision (each reads the checkpoint before it awaits)."""
-        if self._restart:
-            self._readmit()
-
     @checkpoint.setter
     def checkpoint(self, value: NodeAllocation) -> None:
         self._checkpoint = value
