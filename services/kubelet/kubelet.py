@@ -296,6 +296,8 @@ class Kubelet:
             if name not in self._workers:
                 self._start_worker(self.agents[name])
             OWNED_NODE.labels(name).set(1)
+        # Kept nodes whose worker a rebalance stopped mid-restore get their turn again.
+        self._restore_wanted.set()
         self.serving = True
         # Simulated nodes registered while the group rebalanced (not adopted then): ours now.
         for name, node in list(self.model.objects("nodes").items()):
