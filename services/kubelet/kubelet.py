@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from functools import partial
 
 from inplace.core.bus.consumer import RawRecord, Record
 from inplace.core.bus.headers import NODE_HEADER, header
@@ -30,7 +31,12 @@ from services.kubelet import podfilter
 from services.kubelet.admission import NodeAllocation
 from services.kubelet.config import KubeletConfig
 from services.kubelet.cri import RuntimeService
-from services.kubelet.metrics import OWNED_NODE, PODS_RESTORING
+from services.kubelet.metrics import (
+    IN_PROGRESS_RESIZES,
+    OWNED_NODE,
+    PENDING_RESIZES,
+    PODS_RESTORING,
+)
 from services.kubelet.nodeagent import NODE_KEY, NodeAgent
 from services.kubelet.nodes import node_names, node_object
 from services.kubelet.ownership import owned
@@ -113,6 +119,10 @@ class Kubelet:
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._restore_wanted = asyncio.Event()  # nodes were handed pods to re-admit
         PODS_RESTORING.set_function(lambda: self.restoring)
+        # The resize gauges are read from the process's book when scraped, not set per step.
+        for reason in ("deferred", "infeasible"):
+            PENDING_RESIZES.labels(reason).set_function(partial(self.book.pending_count, reason))
+        IN_PROGRESS_RESIZES.set_function(lambda: len(self.book.in_progress))
         self._writer: LogWriter
         self.model.on_apply(self._on_apply)
 

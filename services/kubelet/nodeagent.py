@@ -61,9 +61,7 @@ from services.kubelet.cri import (
 )
 from services.kubelet.metrics import (
     DEFERRED_ACCEPTED,
-    IN_PROGRESS_RESIZES,
     INFEASIBLE_RESIZES,
-    PENDING_RESIZES,
     POD_RESIZE_MS,
     REQUESTED_RESIZES,
     RESIZE_REQUESTS,
@@ -213,12 +211,6 @@ class NodeAgent:
     def _count(self, states: list[str]) -> None:
         for state in states:
             RESIZE_REQUESTS.labels(state).inc()
-        self._gauges()
-
-    def _gauges(self) -> None:
-        for reason in ("deferred", "infeasible"):
-            PENDING_RESIZES.labels(reason).set(self.book.pending_count(reason))
-        IN_PROGRESS_RESIZES.set(len(self.book.in_progress))
 
     def _deferred(self, key: str) -> None:
         """`key`'s resize is Deferred: remember since when, and keep the retry timer going."""
@@ -714,7 +706,6 @@ class NodeAgent:
         if step.outcome == "deferred":
             self._deferred(key)
             self.book.wait(key, "deferred")
-            self._gauges()
             if step.writes:  # newly Deferred
                 RESIZE_REQUESTS.labels("deferred").inc()
             return
@@ -739,7 +730,6 @@ class NodeAgent:
         self._noted.pop(key, None)  # a new allocation: earlier notes were about another
         if self.book.accept(key):
             DEFERRED_ACCEPTED.labels(trigger or "periodic_retry").inc()
-        self._gauges()
 
     async def _actuate(self, key: str, generation: int | None, *, complete: bool = False) -> bool:
         """Bring the runtime to the allocation; True when actual == allocated. What it writes
