@@ -1258,6 +1258,22 @@ def test_resize_view_and_its_validation_leave_the_stored_pod_as_it_was() -> None
     assert old.to_k8s() == stored
 
 
+def test_validate_pod_resize_diffs_whatever_the_view_does_not_share_with_the_stored_pod() -> None:
+    # The view copies only what it resizes, and validation skips the diff of a field it finds
+    # shared with the stored pod: a field the view holds a copy of is still diffed.
+    old = make()
+    cpu = {"cpu": "300m"}
+    view = resize_view(old, patched(old, resources_patch(requests=cpu, limits=cpu)))
+    assert view.spec.containers[0] is not old.spec.containers[0]
+    view.spec.containers[0].image = "evil:1"
+    view.spec.node_name = "elsewhere"
+    assert texts(validate_pod_resize(old, view)) == [
+        f"spec.containers[0].image: Forbidden: {CPU_MEMORY_ONLY}",
+    ]
+    view.spec.containers[0].image = old.spec.containers[0].image
+    assert texts(validate_pod_resize(old, view)) == [f"spec.nodeName: Forbidden: {CPU_MEMORY_ONLY}"]
+
+
 def test_resize_view_defaults_the_incoming_resources() -> None:
     old = make()
     incoming = patched(
