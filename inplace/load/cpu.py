@@ -15,6 +15,8 @@ from pathlib import Path
 from inplace.load.chaos import find_roles
 
 _TICKS = os.sysconf("SC_CLK_TCK")
+# The load's own process: measured beside the roles, not one of them.
+SELF = "load (this process)"
 
 
 def _cpu_seconds(pid: int, proc: Path) -> float | None:
@@ -67,7 +69,7 @@ def snapshot(
             seconds = _cpu_seconds(each, proc)
             if seconds is not None:
                 by_pid[each] = (name, seconds)
-    by_pid[os.getpid()] = ("load (this process)", _cpu_seconds(os.getpid(), proc) or 0.0)
+    by_pid[os.getpid()] = (SELF, _cpu_seconds(os.getpid(), proc) or 0.0)
     return CpuSnapshot(at, by_pid)
 
 
