@@ -21,6 +21,7 @@ import httpx
 
 from inplace.core.bus.topics import ensure_topics
 from inplace.core.settings import Settings
+from inplace.load import cpu
 from inplace.load.http import PooledClient
 from inplace.localinfra import KafkaBroker, free_port
 
@@ -39,7 +40,7 @@ def pod(name: str) -> dict[str, object]:
     }
 
 
-async def bench(url: str, pods: int, requests: int, concurrency: int) -> None:
+async def bench(url: str, pods: int, requests: int, concurrency: int, bootstrap: str) -> None:
     base = f"{url}/api/v1/namespaces/default/pods"
     # Small pools: one large httpx pool costs the client more CPU than the server (http.py).
     async with PooledClient(url, concurrency=concurrency, timeout=60) as c:
@@ -78,8 +79,10 @@ async def bench(url: str, pods: int, requests: int, concurrency: int) -> None:
                 failures += r.status_code != 200
 
         started = time.perf_counter()
+        before = cpu.snapshot(bootstrap, "", time.monotonic())
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         elapsed = time.perf_counter() - started
+        spent = cpu.usage(before, cpu.snapshot(bootstrap, "", time.monotonic()), requests)
     q = statistics.quantiles(latencies, n=100)
     print(
         f"{requests} resize PATCHes, {concurrency} concurrent clients, {pods} pods: "
@@ -88,6 +91,11 @@ async def bench(url: str, pods: int, requests: int, concurrency: int) -> None:
     print(
         f"latency p50 {q[49] * 1000:.1f} ms  p90 {q[89] * 1000:.1f} ms  "
         f"p99 {q[98] * 1000:.1f} ms  max {max(latencies) * 1000:.1f} ms"
+    )
+    # CPU per request: steadier than req/s when the clients share the cores with the server.
+    print(
+        "cpu ms per request  "
+        + "  ".join(f"{name} {u['ms_per_resize']:.3f}" for name, u in spent.items())
     )
 
 
@@ -124,7 +132,9 @@ def main() -> None:
             except httpx.HTTPError:
                 pass
             time.sleep(0.1)
-        asyncio.run(bench(url, args.pods, args.requests, args.concurrency))
+        asyncio.run(
+            bench(url, args.pods, args.requests, args.concurrency, broker.bootstrap_servers)
+        )
     finally:
         if proc is not None:
             proc.terminate()
