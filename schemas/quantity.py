@@ -354,6 +354,13 @@ class Quantity:
     def __repr__(self) -> str:
         return f"Quantity({str(self)!r})"
 
+    def rounded_up_to_milli(self) -> Quantity:
+        """This quantity rounded away from zero to thousandths, in its format (kube-apiserver's
+        defaulting of a ResourceList); itself when it holds no finer part."""
+        if self._nanos % _MILLI_IN_NANO == 0:
+            return self
+        return Quantity.from_milli(self.milli_value(), self._format)
+
     def milli_value(self) -> int:
         """The value in thousandths, rounded away from zero (MilliValue)."""
         return _round_away(self._nanos, _MILLI_IN_NANO)

@@ -487,10 +487,9 @@ def _round_up_to_milli(resources: ResourceList | None) -> ResourceList | None:
     rounded: ResourceList = {}
     for name, quantity in resources.items():
         try:
-            milli = Quantity.from_milli(quantity.milli_value(), quantity.format)
+            rounded[name] = quantity.rounded_up_to_milli()
         except (QuantityError, ValueError):  # beyond what a Quantity holds: leave it
-            milli = quantity
-        rounded[name] = quantity if milli == quantity else milli
+            rounded[name] = quantity
     return rounded
 
 

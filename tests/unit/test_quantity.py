@@ -1066,3 +1066,16 @@ def test_arithmetic_is_exact(a: Quantity, b: Quantity) -> None:
     assert (a + b) - b == a
     assert a - b == -(b - a)
     assert (a + b).format == (b.format if a.is_zero() else a.format)
+
+
+@given(quantities)
+def test_rounded_up_to_milli_is_the_milli_value_in_the_same_format(q: Quantity) -> None:
+    try:
+        expected = Quantity.from_milli(q.milli_value(), q.format)
+    except QuantityError:  # the milli value is beyond what a Quantity holds
+        return
+    rounded = q.rounded_up_to_milli()
+    assert rounded == expected and rounded.format == q.format
+    assert abs(rounded.as_decimal()) >= abs(q.as_decimal())
+    if rounded == q:
+        assert rounded is q  # nothing finer than a thousandth: the same object, text kept
