@@ -11,7 +11,7 @@ from typing import Any
 from aiokafka import TopicPartition
 from aiokafka.structs import ConsumerRecord
 
-from inplace.core.bus.consumer import Record, decode_batch
+from inplace.core.bus.consumer import Batch, Record, decode_batch
 from inplace.core.bus.headers import TYPE_HEADER, Accept
 from inplace.core.bus.producer import Position
 from inplace.core.projection.state import ClusterState
@@ -488,6 +488,16 @@ def kube_event(namespace: str, pod_name: str) -> object:
 
 
 FOLD_T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def batch_of(records: list[Record]) -> Batch:
+    """`records` (of one partition, in order) as the one batch a consumer hands over."""
+    tp = TopicPartition(records[0].position.topic, records[0].position.partition)
+    return Batch(
+        records=records,
+        start_offsets={tp: records[0].position.offset},
+        next_offsets={tp: records[-1].position.offset + 1},
+    )
 
 
 def fold_records(*payloads: ev.EventPayload) -> list[Record]:

@@ -6,23 +6,13 @@ from __future__ import annotations
 import json
 
 import asyncpg
-from aiokafka import TopicPartition
 
-from inplace.core.bus.consumer import Batch, Record
+from inplace.core.bus.consumer import Record
 from inplace.core.projection.store import ProjectionStore
 from inplace.core.settings import Settings
 from inplace.core.store.migrations import migrate
 from schemas import events as ev
 from tests import factories
-
-
-def _batch(records: list[Record]) -> Batch:
-    tp = TopicPartition(records[0].position.topic, records[0].position.partition)
-    return Batch(
-        records=records,
-        start_offsets={tp: records[0].position.offset},
-        next_offsets={tp: records[-1].position.offset + 1},
-    )
 
 
 async def test_a_remembered_pod_gives_way_to_the_row_another_member_wrote(
@@ -43,7 +33,7 @@ async def test_a_remembered_pod_gives_way_to_the_row_another_member_wrote(
 
         async def apply(store: ProjectionStore, part: list[Record]) -> None:
             async with conn.transaction():
-                await store.apply(conn, _batch(part))
+                await store.apply(conn, factories.batch_of(part))
 
         await apply(a, records[0:2])  # a remembers the pod as created and proposed
         await apply(b, records[2:4])  # a rebalance: b folds the allocation and InProgress

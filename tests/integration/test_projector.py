@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 
 import asyncpg
+import pytest
 
 from inplace.core.bus.consumer import LogReader
 from inplace.core.bus.deadletters import read_dead_letters
@@ -167,3 +169,39 @@ async def test_malformed_records_are_dead_lettered_and_the_projector_goes_on(
         assert row is not None and row["phase"] == "Pending"
     finally:
         await conn.close()
+
+
+async def test_filling_demands_leaves_a_row_this_build_cannot_decode_and_fills_the_rest(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    pods = [factories.pod("ns", name) for name in ("a", "b", "c")]
+    records = factories.fold_records(
+        *(
+            ev.PodCreated(
+                namespace="ns", name=p.metadata.name or "", uid=p.metadata.uid or "", pod=p
+            )
+            for p in pods
+        )
+    )
+    schema = settings.projection_schema
+    store = ProjectionStore(schema)
+    conn = await asyncpg.connect(settings.postgres_dsn)
+    try:
+        await migrate(conn, schema)
+        async with conn.transaction():
+            await store.apply(conn, factories.batch_of(records))
+        priced = await _demands(conn, schema)
+        assert set(priced) == {("ns", "a"), ("ns", "b"), ("ns", "c")}
+        # Rows from before the column, one of which no longer decodes (a field's type changed).
+        await conn.execute(f"UPDATE {schema}.pods SET demand = NULL")
+        await conn.execute(
+            f"UPDATE {schema}.pods SET object = $1 WHERE name = 'b'",
+            json.dumps({"metadata": {"name": "b"}, "spec": {"containers": 7}}),
+        )
+        with caplog.at_level(logging.WARNING, logger="inplace.core.projection.store"):
+            assert await store.fill_demands(conn, chunk=2) == 2
+        assert await _demands(conn, schema) == {k: priced[k] for k in (("ns", "a"), ("ns", "c"))}
+        assert await conn.fetchval(f"SELECT demand FROM {schema}.pods WHERE name = 'b'") is None
+    finally:
+        await conn.close()
+    assert "pods row ns/b does not decode (spec.containers: " in caplog.text

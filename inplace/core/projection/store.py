@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
 import asyncpg
 from aiokafka import TopicPartition
+from pydantic import ValidationError
 
 from inplace.core.bus.consumer import Batch
 from inplace.core.projection.podstore import PodStore, pod_json
@@ -26,6 +28,8 @@ from schemas import events as ev
 from schemas.demand import demand_json
 from schemas.k8s import Event, LimitRange, Node, Pod, ResourceQuota
 from schemas.resources import is_sidecar
+
+log = logging.getLogger(__name__)
 
 W = TypeVar("W", Pod, Event)
 
@@ -178,7 +182,8 @@ class ProjectionStore:
         """Write the demand of every pod row that has none (a projection written before the
         column, migration 0004): what a rebuild would write, so the checksums still agree.
         Only where the row is still the one read: a projector applying a batch meanwhile
-        writes its own. Returns how many rows were filled."""
+        writes its own. A row this build cannot decode is left without (and said in the log)
+        instead of stopping the projector's start. Returns how many rows were filled."""
         s, filled, after = self.schema, 0, ("", "")
         while rows := await conn.fetch(
             f"SELECT namespace, name, resource_version, object FROM {s}.pods"
@@ -189,7 +194,7 @@ class ProjectionStore:
             priced = [
                 (r["namespace"], r["name"], r["resource_version"], demand_json(pod))
                 for r in rows
-                for pod in [Pod.model_validate_json(r["object"])]
+                if (pod := _decoded_pod(r)) is not None
             ]
             await conn.executemany(
                 f"UPDATE {s}.pods SET demand = $4 WHERE namespace = $1 AND name = $2"
@@ -567,6 +572,24 @@ _KEY_COLUMNS: dict[str, str] = {
     "events": "namespace, name",
     "allocations": "namespace, name",
 }
+
+
+def _decoded_pod(row: asyncpg.Record) -> Pod | None:
+    """A pods row's object, or None (said in the log) when this build cannot decode it: its
+    demand stays unset, and a scheduler prices that pod from its object, as for any such row."""
+    try:
+        return Pod.model_validate_json(row["object"])
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        log.warning(
+            "pods row %s/%s does not decode (%s: %s): its demand is left unset",
+            row["namespace"],
+            row["name"],
+            where,
+            first["msg"],
+        )
+        return None
 
 
 def history_rows(batch: Batch) -> list[tuple[Any, ...]]:
