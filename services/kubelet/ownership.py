@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from inplace.core.bus.leases import partition_of
+from inplace.core.bus.partitioning import partition_of
 
 
 def owned(nodes: Iterable[str], assigned: Iterable[int], partitions: int) -> set[str]:

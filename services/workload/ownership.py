@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from inplace.core.bus.leases import partition_of
+from inplace.core.bus.partitioning import partition_of
 from schemas.k8s import OwnerReference, Pod
 from schemas.workload import KIND
 

@@ -4,7 +4,7 @@ Processes of one role share its work through Kafka's own machinery: they form on
 group on the topic whose key names the unit of work (the kubelet: `nodes`, keyed by node; the
 workload controller: `workloads`, keyed by CloneSet), and Kafka's group coordinator hands each
 member whole partitions, so every unit lives on one partition and is served by one process
-(`partition_of`). No lock, no leader election. The callbacks run inside the rebalance:
+(`partitioning.partition_of`). No lock, no leader election. The callbacks run inside the rebalance:
 `on_revoked` must have stopped the work of its partitions before it returns (eager
 rebalancing: a revoked partition may go to another member, which starts as soon as every
 member has rejoined), `on_assigned` starts the work of the new assignment. A SIGKILLed
@@ -22,7 +22,6 @@ import socket
 from collections.abc import Awaitable, Callable
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
-from aiokafka.partitioner import murmur2
 from pydantic import Field
 from pydantic_settings import BaseSettings
 
@@ -47,12 +46,6 @@ class GroupMember(BaseSettings):
     # host's name (one process of a role per host); several processes of a role on one host
     # need a name each (`inplace up --kubelets N` gives kubelet-1 … kubelet-N).
     instance: str = Field(default_factory=socket.gethostname, min_length=1)
-
-
-def partition_of(key: str, partitions: int) -> int:
-    """The partition a record keyed `key` goes to (aiokafka's DefaultPartitioner for a key:
-    murmur2, as Kafka's Java client)."""
-    return (murmur2(key.encode()) & 0x7FFFFFFF) % partitions
 
 
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]

@@ -10,6 +10,7 @@ from aiokafka import AIOKafkaProducer
 
 from inplace.core.bus.auth import aiokafka_options
 from inplace.core.bus.headers import TYPE_HEADER
+from inplace.core.bus.partitioning import partitioner
 from schemas.envelope import Envelope
 
 
@@ -51,6 +52,7 @@ class EventProducer:
             acks="all",
             linger_ms=linger_ms,
             max_request_size=1_048_576,
+            partitioner=partitioner,
         )
 
     async def start(self) -> None:

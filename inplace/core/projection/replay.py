@@ -12,9 +12,9 @@ from typing import Any
 
 import asyncpg
 from aiokafka import TopicPartition
-from aiokafka.partitioner import DefaultPartitioner
 
 from inplace.core.bus.consumer import Batch, LogReader, Record
+from inplace.core.bus.partitioning import partition_of
 from inplace.core.bus.producer import Position
 from inplace.core.projection.state import ClusterState
 from inplace.core.projection.store import (
@@ -250,19 +250,13 @@ class HistoryEntry:
     since_previous: float | None  # seconds since the pod's previous event
 
 
-def pod_partition(key: str, partitions: int) -> int:
-    """The partition Kafka's default partitioner (murmur2, as Java's) gives this key."""
-    all_parts = list(range(partitions))
-    return int(DefaultPartitioner()(key.encode(), all_parts, all_parts))
-
-
 async def key_history(bootstrap: str, topic: str, key: str, topic_prefix: str = "") -> list[Record]:
     """Every event of one key (a pod's `namespace/name`, a node's name) in log order: only
     the partition the key hashes to is read."""
     found: list[Record] = []
     async with LogReader(bootstrap, role="history") as reader:
         tps = await reader.partitions([topic_prefix + topic])
-        tp = TopicPartition(topic_prefix + topic, pod_partition(key, len(tps)))
+        tp = TopicPartition(topic_prefix + topic, partition_of(key, len(tps)))
         end = await reader.end_offsets([tp])
         async for batch in reader.read({tp: 0}, end):
             found.extend(r for r in batch.records if r.envelope.key == key)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from inplace.core.bus.consumer import LogReader
-from inplace.core.bus.leases import partition_of
+from inplace.core.bus.partitioning import partition_of
 from inplace.core.settings import Settings
 from inplace.load.plan import Mix
 from inplace.load.runner import LoadConfig, run_load

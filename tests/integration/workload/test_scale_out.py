@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from inplace.core.bus.leases import partition_of
+from inplace.core.bus.partitioning import partition_of
 from schemas.events import PODS
 from tests.integration.conftest import RoleProcess, read_log
 from tests.integration.workload.conftest import (

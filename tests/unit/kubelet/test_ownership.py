@@ -7,7 +7,7 @@ from aiokafka.partitioner import DefaultPartitioner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inplace.core.bus.leases import partition_of
+from inplace.core.bus.partitioning import partition_of
 from services.kubelet.ownership import owned
 
 NAMES = st.lists(st.from_regex(r"[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?", fullmatch=True), max_size=40)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from inplace.core.bus.leases import partition_of
+from inplace.core.bus.partitioning import partition_of
 from schemas.k8s import OwnerReference, Pod
 from schemas.workload import KIND
 from services.workload.ownership import OwnedPods, controller_uid, decides
