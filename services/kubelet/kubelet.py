@@ -293,7 +293,7 @@ class Kubelet:
             await self._take_over(taken)
         self._sweep()
         await self.model.caught_up()
-        unsettled = await self._seed_causes([n for n in mine if n not in self.agents])
+        unsettled = await self._unsettled_pods([n for n in mine if n not in self.agents])
         for name in sorted(mine):
             if name in self.names and self.model.get("nodes", name) is None:
                 await self._writer.write(
@@ -395,7 +395,7 @@ class Kubelet:
     async def _take_over_new(self, name: str) -> None:
         try:
             await self._take_over([name])
-            unsettled = await self._seed_causes([name])
+            unsettled = await self._unsettled_pods([name])
             if self.serving and name not in self.agents and self._mine(name):
                 agent = self._make_agent(name)
                 self._hand_over_pods([agent], unsettled)
@@ -414,12 +414,13 @@ class Kubelet:
             waiter.cancel()
             follower.result()
 
-    async def _seed_causes(self, nodes: list[str]) -> list[tuple[str, str]]:
+    async def _unsettled_pods(self, nodes: list[str]) -> list[tuple[str, str]]:
         """The pods of `nodes` (taken from the projection, at start or taken over) whose
-        resize the kubelet may still have to decide or finish, in log order. They come
-        without the requests the kubelet still has to answer: take each one's last request
-        from the history, so what it writes for them keeps the request's correlation id (one
-        id from Proposed to Actuated). Only how far each pod's resize came is decoded."""
+        resize the kubelet may still have to decide or finish, in log order, each with its
+        request's cause loaded. They come without the requests the kubelet still has to
+        answer: each one's last request is taken from the history, so what it writes for them
+        keeps the request's correlation id (one id from Proposed to Actuated). Only how far
+        each pod's resize came is decoded."""
         pods = self.model.pods
         unsettled = sorted(
             (
