@@ -102,6 +102,9 @@ def _unprocessable(message: str) -> NoReturn:
 # --- JSON decoding ------------------------------------------------------------------------------
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# A lone surrogate can only come from a `\uD800`-`\uDFFF` escape (UTF-8 cannot carry one):
+# a body without such an escape needs no walk over what it decodes to.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _reject_constant(name: str) -> Any:
@@ -132,7 +135,7 @@ def _decode(body: bytes, error: Callable[[str], NoReturn]) -> Any:
         value = json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
         error(str(exc) or type(exc).__name__)
-    return _fix_surrogates(value)
+    return _fix_surrogates(value) if _SURROGATE_ESCAPE.search(text) else value
 
 
 def _json_type(value: Any) -> str:

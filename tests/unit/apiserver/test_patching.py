@@ -699,9 +699,22 @@ def test_body_size_limit_is_413(content_type: str) -> None:
     assert apply_patch(POD, b"{}", STRATEGIC_MERGE_PATCH, max_body_bytes=2) == POD
 
 
-def test_lone_surrogates_become_replacement_characters() -> None:
-    result = apply(b'{"metadata": {"labels": {"x": "\\ud800"}}}', MERGE_PATCH)
-    assert result["metadata"]["labels"]["x"] == "\ufffd"
+@pytest.mark.parametrize(
+    ("escaped", "decoded"),
+    [
+        ("\\ud800", "\ufffd"),
+        ("a\\uDFFFb", "a\ufffdb"),  # upper case, in the middle of a string
+        ("\\ud83d\\ude00", "\U0001f600"),  # a pair is one character, nothing replaced
+        ("\\u00e9", "\u00e9"),
+    ],
+)
+@pytest.mark.parametrize("content_type", [MERGE_PATCH, STRATEGIC_MERGE_PATCH])
+def test_lone_surrogates_become_replacement_characters(
+    escaped: str, decoded: str, content_type: str
+) -> None:
+    body = f'{{"metadata": {{"labels": {{"x": "{escaped}"}}}}}}'.encode()
+    result = apply(body, content_type)
+    assert result["metadata"]["labels"]["x"] == decoded
     json.dumps(result).encode("utf-8")
 
 
