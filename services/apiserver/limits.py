@@ -93,7 +93,9 @@ class LimitRequests:
             if body_done[0]:  # afterwards only a disconnect can come: no deadline
                 return await receive()
             try:
-                message = await asyncio.wait_for(receive(), timeout)
+                # A deadline on this task, not a task per receive (asyncio.wait_for's).
+                async with asyncio.timeout(timeout):
+                    message = await receive()
             except TimeoutError:
                 raise errors.request_timeout(
                     f"the request body did not arrive within {timeout:g}s"
