@@ -175,6 +175,14 @@ class EventConsumer:
             auto_offset_reset="earliest",
             isolation_level="read_committed",
             max_poll_records=max_records,
+            # A lingering role also lets the broker hold each fetch until it is worth
+            # answering: a fetch per new record (fetch.min.bytes 1) cost the broker and the
+            # role a round trip each, only for the records to wait out the linger here.
+            **(
+                {"fetch_min_bytes": FULL_FETCH_BYTES, "fetch_max_wait_ms": linger_ms}
+                if linger_ms > 0
+                else {}
+            ),
         )
 
     async def start(self) -> None:
