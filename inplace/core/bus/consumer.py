@@ -349,6 +349,10 @@ class LogFollower:
         A start that fails (no broker, a missing topic) leaves no connection open."""
         try:
             await self._offsets.start()
+            # Learn where the partitions live now: a client that tracks no topic found no
+            # leader at its first end-offsets lookup and waited for a metadata refresh
+            # (~0.5 s of every role's start).
+            await self._offsets._client.set_topics(self._topics)
             return await self._assign(resume)
         except BaseException:
             await self.stop()
