@@ -57,7 +57,7 @@ POD_CASES: list[tuple[str, list[ev.EventPayload], PodCheck, object]] = [
         "created pod is Pending with rv and generation 1",
         [CREATED],
         lambda p: (p.status.phase, p.metadata.resource_version, p.metadata.generation),
-        ("Pending", "0", 1),
+        ("Pending", str(PARTITION_SPACE), 1),
     ),
     (
         "resize proposed changes spec, bumps generation, sets Proposed",
@@ -362,7 +362,7 @@ POD_CASES: list[tuple[str, list[ev.EventPayload], PodCheck, object]] = [
         "resourceVersion packs offset and partition",
         [CREATED, ev.PodBound(namespace=NS, name=NAME, uid=UID, node_name="n1")],
         lambda p: p.metadata.resource_version,
-        str(1 * PARTITION_SPACE),
+        str(2 * PARTITION_SPACE),  # offset 1 of partition 0: offsets count from 1 in it
     ),
 ]
 
@@ -420,9 +420,14 @@ def test_events_with_one_name_aggregate_their_count() -> None:
     assert stored.last_timestamp == T0 + timedelta(seconds=2)
 
 
-def test_resource_version_round_trips_to_a_position() -> None:
-    pos = Position("pods", 5, 123456)
+@pytest.mark.parametrize("pos", [Position("pods", 5, 123456), Position("pods", 0, 0)])
+def test_resource_version_round_trips_to_a_position(pos: Position) -> None:
     assert position_of(resource_version(pos), "pods") == pos
+
+
+def test_the_first_record_of_partition_0_has_no_resource_version_0() -> None:
+    # "0" is kube's "any version": a read with it would wait for nothing (issue 16's replicas).
+    assert resource_version(Position("pods", 0, 0)) == PARTITION_SPACE
 
 
 def _snapshot(state: ClusterState) -> dict[str, object]:

@@ -39,16 +39,17 @@ from schemas.nodeswap import place_swap
 
 # Partitions per topic are far below this, so the pair (offset, partition) packs into one
 # integer that is unique per topic and grows with the offset: it is the resourceVersion, and
-# a replay reproduces it exactly (DESIGN.md §1).
+# a replay reproduces it exactly (DESIGN.md §1). Offsets count from 1 in it: a resourceVersion
+# is never "0", which Kubernetes reads as "any version" (a read with it waits for nothing).
 PARTITION_SPACE = 1024
 
 
 def resource_version(position: Position) -> int:
-    return position.offset * PARTITION_SPACE + position.partition
+    return (position.offset + 1) * PARTITION_SPACE + position.partition
 
 
 def position_of(rv: int, topic: str) -> Position:
-    return Position(topic, rv % PARTITION_SPACE, rv // PARTITION_SPACE)
+    return Position(topic, rv % PARTITION_SPACE, rv // PARTITION_SPACE - 1)
 
 
 M = TypeVar("M", bound=BaseModel)
