@@ -77,9 +77,13 @@ POD_LEVEL: Final = "[pod]"
 _CHECK_ORDER: Final = (RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE)
 
 
-def pod_key(pod: Pod) -> str:
+def key_of(namespace: str | None, name: str | None) -> str:
     """namespace/name: the key of a pod on the log and in the checkpoint."""
-    return f"{pod.metadata.namespace}/{pod.metadata.name}"
+    return f"{namespace}/{name}"
+
+
+def pod_key(pod: Pod) -> str:
+    return key_of(pod.metadata.namespace, pod.metadata.name)
 
 
 def _amount(name: str, quantity: Quantity) -> int:

@@ -28,7 +28,7 @@ from schemas.k8s import Node, Pod
 from schemas.nodeswap import planning_capacity
 from schemas.podview import PodProgress
 from services.kubelet import podfilter
-from services.kubelet.admission import NodeAllocation
+from services.kubelet.admission import NodeAllocation, key_of
 from services.kubelet.config import KubeletConfig
 from services.kubelet.cri import RuntimeService
 from services.kubelet.metrics import (
@@ -172,7 +172,7 @@ class Kubelet:
         self.model.state.pods.pop(key, None)
         if self.model.state.allocations is not None:
             self.model.state.allocations.pop(key, None)
-        self.causes.pop(f"{key[0]}/{key[1]}", None)
+        self.causes.pop(key_of(*key), None)
 
     def _sweep(self) -> None:
         """Forget the pods of nodes this process does not serve (after a rebalance, or those
@@ -430,7 +430,7 @@ class Kubelet:
             ),
             key=lambda key: pods.resource_version(key) or 0,
         )
-        keys = [key for key in unsettled if f"{key[0]}/{key[1]}" not in self.causes]
+        keys = [key for key in unsettled if key_of(*key) not in self.causes]
         if not keys:
             return unsettled
         s = self.settings
@@ -454,14 +454,14 @@ class Kubelet:
         for key in pods.keys_on(names):
             node = pods.node_of(key) or ""
             keys[node].append(key)
-            self._routed.setdefault(f"{key[0]}/{key[1]}", node)
+            self._routed.setdefault(key_of(*key), node)
         for agent in agents:
             agent.restart_with(keys[agent.name])
         by_name = {a.name: a for a in agents}
         for key in unsettled:
             agent = by_name.get(pods.node_of(key) or "")
             if agent is not None:
-                agent.enqueue(f"{key[0]}/{key[1]}")
+                agent.enqueue(key_of(*key))
         self._restore_wanted.set()
 
 

@@ -26,6 +26,15 @@ FULL_FETCH_BYTES = 65536
 RawRecord = ConsumerRecord  # type: ignore[type-arg]
 
 
+def held_fetches(wait_ms: int) -> dict[str, int]:
+    """Consumer options for a reader that can wait `wait_ms` (> 0): the broker answers a fetch
+    once FULL_FETCH_BYTES are there or after that long (fewer, fuller fetches); 0: each fetch
+    returns what there is at once."""
+    return (
+        {"fetch_min_bytes": FULL_FETCH_BYTES, "fetch_max_wait_ms": wait_ms} if wait_ms > 0 else {}
+    )
+
+
 @dataclass(frozen=True)
 class Record:
     """One decoded event with its position in the log."""
@@ -178,11 +187,7 @@ class EventConsumer:
             # A lingering role also lets the broker hold each fetch until it is worth
             # answering: a fetch per new record (fetch.min.bytes 1) cost the broker and the
             # role a round trip each, only for the records to wait out the linger here.
-            **(
-                {"fetch_min_bytes": FULL_FETCH_BYTES, "fetch_max_wait_ms": linger_ms}
-                if linger_ms > 0
-                else {}
-            ),
+            **held_fetches(linger_ms),
         )
 
     async def start(self) -> None:
@@ -318,11 +323,6 @@ class LogFollower:
         self._topics = topics
         self._role = role
         self._accept = accept
-        fetch = (
-            {"fetch_min_bytes": FULL_FETCH_BYTES, "fetch_max_wait_ms": fetch_wait_ms}
-            if fetch_wait_ms > 0
-            else {}
-        )
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=bootstrap,
             **aiokafka_options(),
@@ -330,7 +330,7 @@ class LogFollower:
             enable_auto_commit=False,
             isolation_level="read_committed",
             max_poll_records=5000,
-            **fetch,
+            **held_fetches(fetch_wait_ms),
         )
         # End offsets over a connection of their own: a broker answers one connection's
         # requests in order, and behind the follower's long-poll fetch (the broker holds it up
