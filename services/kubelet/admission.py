@@ -19,6 +19,7 @@ Nothing here does I/O or mutates its inputs; `NodeAllocation` is an immutable va
 from __future__ import annotations
 
 import heapq
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
@@ -78,8 +79,10 @@ _CHECK_ORDER: Final = (RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE
 
 
 def key_of(namespace: str | None, name: str | None) -> str:
-    """namespace/name: the key of a pod on the log and in the checkpoint."""
-    return f"{namespace}/{name}"
+    """namespace/name: the key of a pod on the log and in the checkpoint. Interned: a kubelet
+    keeps each pod's key in several maps (checkpoint, runtime ids, causes) for as long as it
+    runs, and built anew each time it was a copy apiece."""
+    return sys.intern(f"{namespace}/{name}")
 
 
 def pod_key(pod: Pod) -> str:

@@ -7,7 +7,9 @@ when the node itself is resized), so the checkpoint keeps the JSON and decodes a
 The pods written or read last stay decoded (`RECENT` per node, shared by the node's successive
 checkpoints): the steps of one resize decode its pod at most once.
 
-Like the views it replaces, a pod read here is for reading: a change is a new checkpoint.
+Like the views it replaces, a pod read here is for reading: a change is a new checkpoint. It
+is kept without its conditions and resourceVersion (`_kept`): no decision reads them of an
+allocation, and a running pod's five conditions were a third of its JSON.
 """
 
 from __future__ import annotations
@@ -78,7 +80,8 @@ class AllocatedPods(Mapping[str, PodLike]):
     def with_pods(self, pods: Iterable[tuple[str, PodResources]]) -> AllocatedPods:
         """These pods added (or replaced, keeping their place in admission order)."""
         raw = dict(self._raw)
-        for key, view in pods:
+        for key, given in pods:
+            view = _kept(given)
             data = view.__pydantic_serializer__.to_json(view, by_alias=True, exclude_none=True)
             raw[key] = data
             self._recent.put(key, data, view)
@@ -86,3 +89,17 @@ class AllocatedPods(Mapping[str, PodLike]):
 
     def without(self, key: str) -> AllocatedPods:
         return AllocatedPods({k: v for k, v in self._raw.items() if k != key}, self._recent)
+
+
+def _kept(view: PodResources) -> PodResources:
+    """What the checkpoint keeps of an allocated pod: its resource fields, without the pod's
+    conditions and resourceVersion (shallow copies; the given view is left as it is)."""
+    status, metadata = view.status, view.metadata
+    if status.conditions is None and metadata.resource_version is None:
+        return view
+    return view.model_copy(
+        update={
+            "status": status.model_copy(update={"conditions": None}),
+            "metadata": metadata.model_copy(update={"resource_version": None}),
+        }
+    )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Literal, Protocol, runtime_checkable
 
 __all__ = [
@@ -35,6 +36,10 @@ __all__ = [
 
 ContainerState = Literal["created", "running", "exited", "unknown"]
 PodSandboxState = Literal["ready", "notready"]
+
+# One read-only empty `unified` for every message that sets no raw cgroup v2 value: a kubelet
+# holds a few messages per container for as long as it runs (an empty dict each was 64 bytes).
+NO_UNIFIED: Mapping[str, str] = MappingProxyType({})
 
 
 # --- messages -----------------------------------------------------------------------------------
@@ -57,7 +62,7 @@ class LinuxContainerResources:
     cpuset_cpus: str = ""
     cpuset_mems: str = ""
     memory_swap_limit_in_bytes: int = 0
-    unified: Mapping[str, str] = field(default_factory=dict)
+    unified: Mapping[str, str] = field(default_factory=lambda: NO_UNIFIED)
 
     def with_cpu_of(self, other: LinuxContainerResources) -> LinuxContainerResources:
         """These values with `other`'s CPU settings (period, quota, shares)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -102,7 +103,7 @@ RESTORE_YIELD_EVERY = 16  # pods put back into the runtime between two yields to
 STEP_TIMEOUT = 30.0  # a hung runtime call becomes an error instead of a stuck node
 
 
-@dataclass
+@dataclass(slots=True)
 class PodRuntime:
     """Where a pod lives in the runtime: its sandbox and container ids by name."""
 
@@ -599,7 +600,7 @@ class NodeAgent:
                     ContainerResources(linux=targets[c.name]),
                 )
                 await self.runtime.start_container(cid)
-                ids[c.name] = cid
+                ids[sys.intern(c.name)] = cid  # held for as long as the pod runs
         except RuntimeServiceError as exc:
             RUNTIME_OP_ERRORS.labels("start_container").inc()
             log.warning("%s: cannot start %s: %s", self.name, key, exc)

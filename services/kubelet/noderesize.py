@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Final
 
 from schemas.k8s import (
@@ -230,8 +232,21 @@ class ContainerUpdate:
             linux,
             oom_score_adj=self.oom_score_adj,
             memory_swap_limit_in_bytes=memsw if linux.memory_limit_in_bytes > 0 else 0,
-            unified={**linux.unified, _SWAP_MAX: str(self.swap_limit_bytes)},
+            unified=_with_swap_max(linux.unified, self.swap_limit_bytes),
         )
+
+
+def _with_swap_max(unified: Mapping[str, str], swap_limit_bytes: int) -> Mapping[str, str]:
+    """`unified` with memory.swap.max set. A container with no other raw value (all of them
+    today) shares one read-only mapping per limit: the kubelet keeps one per container."""
+    if not unified:
+        return _swap_max_only(swap_limit_bytes)
+    return {**unified, _SWAP_MAX: str(swap_limit_bytes)}
+
+
+@lru_cache(maxsize=256)
+def _swap_max_only(swap_limit_bytes: int) -> Mapping[str, str]:
+    return MappingProxyType({_SWAP_MAX: str(swap_limit_bytes)})
 
 
 def _bytes(resources: Mapping[str, Quantity] | None, name: str) -> int:

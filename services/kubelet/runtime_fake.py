@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -87,7 +88,7 @@ def _over(child: int, parent: int) -> bool:
 # --- the fake -----------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class _Sandbox:
     id: str
     pod_uid: str
@@ -96,9 +97,12 @@ class _Sandbox:
     created_at: float
     state: PodSandboxState = "ready"
     reported: LinuxContainerResources | None = None
+    # Its containers, so pod-level calls need not scan every container on the node (a list:
+    # a sandbox has a few, and a dict each cost ~180 bytes a pod at scale).
+    children: list[_Container] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Container:
     id: str
     name: str
@@ -147,8 +151,6 @@ class FakeRuntime:
         self._clock = clock
         self._sandboxes: dict[str, _Sandbox] = {}
         self._containers: dict[str, _Container] = {}
-        # Container ids per sandbox: pod-level calls must not scan every container on the node.
-        self._by_sandbox: dict[str, dict[str, _Container]] = {}
         self._failures: list[_Failure] = []
         self._hangs: list[tuple[str | None, Callable[[Call], bool] | None]] = []
         self._release = asyncio.Event()
@@ -229,10 +231,8 @@ class FakeRuntime:
             raise NotFoundError(method, container_id, "no such container") from None
 
     def _children(self, sandbox_id: str) -> list[_Container]:
-        return list(self._children_map(sandbox_id).values())
-
-    def _children_map(self, sandbox_id: str) -> dict[str, _Container]:
-        return self._by_sandbox.get(sandbox_id, {})
+        sandbox = self._sandboxes.get(sandbox_id)
+        return list(sandbox.children) if sandbox is not None else []
 
     def _check_child(
         self, method: str, target: str, child: LinuxContainerResources, sandbox: _Sandbox
@@ -281,7 +281,6 @@ class FakeRuntime:
         await self._enter("remove_pod_sandbox", sandbox_id)
         for container in self._children(sandbox_id):
             del self._containers[container.id]
-        self._by_sandbox.pop(sandbox_id, None)
         self._sandboxes.pop(sandbox_id, None)
 
     def _sandbox_status(self, sandbox: _Sandbox) -> PodSandboxStatus:
@@ -358,14 +357,14 @@ class FakeRuntime:
         self._check_child("create_container", container_id, linux, sandbox)
         container = _Container(
             id=container_id,
-            name=name,
+            name=sys.intern(name),  # the same few names in every pod
             sandbox_id=sandbox_id,
             command=list(command),
             resources=linux,
             created_at=self._clock(),
         )
         self._containers[container_id] = container
-        self._by_sandbox.setdefault(sandbox_id, {})[container_id] = container
+        sandbox.children.append(container)
         return container_id
 
     async def start_container(self, container_id: str) -> None:
@@ -399,8 +398,8 @@ class FakeRuntime:
     async def remove_container(self, container_id: str) -> None:
         await self._enter("remove_container", container_id)
         container = self._containers.pop(container_id, None)
-        if container is not None:
-            self._by_sandbox.get(container.sandbox_id, {}).pop(container_id, None)
+        if container is not None and (sandbox := self._sandboxes.get(container.sandbox_id)):
+            sandbox.children.remove(container)
 
     def exit_container(self, container_id: str, exit_code: int = 0) -> None:
         """Simulate the container's process exiting on its own."""
@@ -427,8 +426,9 @@ class FakeRuntime:
 
     async def list_containers(self, sandbox_id: str | None = None) -> list[ContainerStatus]:
         await self._enter("list_containers", sandbox_id or "")
-        containers = self._containers if sandbox_id is None else self._children_map(sandbox_id)
-        return [self._status(c) for c in containers.values()]
+        if sandbox_id is None:
+            return [self._status(c) for c in self._containers.values()]
+        return [self._status(c) for c in self._children(sandbox_id)]
 
     async def update_container_resources(
         self, container_id: str, resources: ContainerResources

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import sys
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
@@ -108,10 +109,6 @@ class ProjectionStore:
         each pod bound to a node and not ended, where the row has one."""
         s = self.schema
         state = ClusterState(allocations={} if allocations else None)
-        if state.allocations is not None:
-            for r in await conn.fetch(f"SELECT namespace, name, payload FROM {s}.allocations"):
-                key = (r["namespace"], r["name"])
-                state.allocations[key] = r["payload"].encode()
         pods = PodStore()
         placed = (
             ", CASE WHEN node_name IS NOT NULL AND phase NOT IN ('Succeeded', 'Failed')"
@@ -126,6 +123,12 @@ class ProjectionStore:
             if demands is not None and r["demand"] is not None:
                 demands[(r["namespace"], r["name"])] = r["demand"]
         state.pods = pods
+        if state.allocations is not None:
+            # Keyed by the pods' own key tuples: a kubelet holds both for every pod it serves.
+            held = {key: key for key in pods}
+            for r in await conn.fetch(f"SELECT namespace, name, payload FROM {s}.allocations"):
+                key = (r["namespace"], r["name"])
+                state.allocations[held.get(key, key)] = r["payload"].encode()
         for r in await conn.fetch(f"SELECT name, object FROM {s}.nodes"):
             state.nodes[r["name"]] = Node.model_validate_json(r["object"])
         for r in await conn.fetch(f"SELECT name, object FROM {s}.namespaces"):
@@ -694,10 +697,11 @@ __all__ = ["CHECKSUM_TABLES", "ProjectionStore", "StaleBatch", "resource_version
 
 
 def _hold(pods: PodStore, row: asyncpg.Record) -> None:
-    """A projected pod row into `pods`, as its JSON."""
+    """A projected pod row into `pods`, as its JSON. The namespace and node are interned: a
+    few distinct values, each row's its own string from the driver (~110 bytes a pod held)."""
     pods.put_json(
-        (row["namespace"], row["name"]),
+        (sys.intern(row["namespace"]), row["name"]),
         row["object"].encode(),
         rv=row["resource_version"],
-        node=row["node_name"] or "",
+        node=sys.intern(row["node_name"] or ""),
     )

@@ -4,6 +4,7 @@ decoded."""
 
 from __future__ import annotations
 
+from schemas.k8s import PodCondition
 from schemas.podview import PodResources
 from schemas.quantity import Quantity
 from services.kubelet.admission import NodeAllocation
@@ -53,3 +54,24 @@ def test_pods_put_back_at_once_are_each_held_as_allocated() -> None:
     assert list(at_once.pods) == list(one_by_one.pods)
     assert at_once.used() == one_by_one.used()
     assert all(at_once.allocated(k) == one_by_one.allocated(k) for k in one_by_one.pods)
+
+
+def test_the_checkpoint_keeps_no_conditions_or_resource_version_of_a_pod() -> None:
+    node = factories.node("n1", cpu="64", memory="64Gi")
+    pod = factories.pod(NS, "p0")
+    pod.metadata.resource_version = "4242"
+    pod.status.phase = "Running"
+    pod.status.conditions = [PodCondition(type="Ready", status="True")]
+    checkpoint = NodeAllocation.from_node(node).with_pod(pod)
+    fresh = checkpoint.allocated(f"{NS}/p0")  # still decoded (one of the recent ones)
+    # Pushed out of the recent ones: read back from the JSON.
+    for i in range(1, RECENT + 1):
+        checkpoint = checkpoint.with_pod(factories.pod(NS, f"p{i}"))
+    stored = checkpoint.allocated(f"{NS}/p0")
+    for held in (fresh, stored):
+        assert held is not None
+        assert (held.status.conditions, held.metadata.resource_version) == (None, None)
+        assert (held.status.phase, held.metadata.uid) == ("Running", pod.metadata.uid)
+    assert fresh == stored
+    # The pod given is left as it was.
+    assert pod.status.conditions and pod.metadata.resource_version == "4242"
