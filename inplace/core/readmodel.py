@@ -193,6 +193,7 @@ class ReadModel:
         window: int = 50_000,
         snapshot: bool = False,
         allocations: bool = False,
+        claimed: Callable[[NsName], bool] | None = None,
         demands: bool = False,
         accept: Accept | None = None,
         fetch_wait_ms: int = 0,
@@ -208,7 +209,8 @@ class ReadModel:
         sees (`on_apply`) must still read them all.
 
         `allocations`: also keep the kubelet's allocation checkpoint (ClusterState.allocations);
-        other holders leave it out and save the memory.
+        other holders leave it out and save the memory. `claimed`: the allocations the
+        holder keeps elsewhere from now on, no longer kept here (ClusterState.claimed).
 
         `demands`: a snapshot also brings each placed pod's stored demand (schemas.demand),
         in `snapshot_demands` while the seeders run (the scheduler's), then dropped.
@@ -228,6 +230,7 @@ class ReadModel:
         self._listeners: list[Callable[[Record], None]] = []
         self._seeders: list[Callable[[], None]] = []
         self.keep_allocations = allocations
+        self.claimed = claimed
         self.want_demands = demands
         self.snapshot_demands: dict[NsName, str] = {}
         self.accept = accept
@@ -238,7 +241,10 @@ class ReadModel:
         # (`on_apply`, which may keep them), the state keeps their payloads' objects instead
         # of deep-copying each one (a few copies per resize in the apiserver).
         self.state = ClusterState(
-            pods=PodStore(), allocations={} if allocations else None, adopt_payloads=True
+            pods=PodStore(),
+            allocations={} if allocations else None,
+            claimed=claimed,
+            adopt_payloads=True,
         )
         self.watchable = window > 0
         self.collections = {n: Collection(n, deque(maxlen=window)) for n in COLLECTIONS}
@@ -285,6 +291,7 @@ class ReadModel:
             return {}
         self.state = found.state
         self.state.adopt_payloads = not self._listeners
+        self.state.claimed = self.claimed
         self.from_snapshot = True
         self.applied.update(found.offsets)
         for collection in self.collections.values():

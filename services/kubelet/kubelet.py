@@ -86,6 +86,7 @@ class Kubelet:
             window=0,
             snapshot=self.config.start_from_projection,
             allocations=True,
+            claimed=self._allocation_held,
             accept=self._accept,
         )
         # The nodes whose pod records this process decodes (podfilter.decode), from the first
@@ -167,6 +168,11 @@ class Kubelet:
             namespace, _, name = raw.key.decode().partition("/")
             self._forget((namespace, name))
         return False
+
+    def _allocation_held(self, key: tuple[str, str]) -> bool:
+        """The pod's allocation is its node agent's to keep (re-admitted there)."""
+        agent = self.agents.get(self.model.pods.node_of(key) or "")
+        return agent is not None and agent.readmitted
 
     def _forget(self, key: tuple[str, str]) -> None:
         self.model.state.pods.pop(key, None)

@@ -287,6 +287,13 @@ class NodeAgent:
         self._checkpoint = value
 
     @property
+    def readmitted(self) -> bool:
+        """The pods handed over are back in the checkpoint, which holds their allocations
+        from now on: the kubelet's read model keeps none of them then (ClusterState.claimed;
+        two copies of every allocation were ~0.4 KB a pod)."""
+        return not self._restart
+
+    @property
     def restoring(self) -> int:
         """Pods handed over or re-admitted whose runtime is not back yet."""
         return len(self._restart) + len(self._to_restore)
@@ -316,7 +323,9 @@ class NodeAgent:
         into the runtime (also noted, for a turn that comes later)."""
         keys, self._restart = self._restart, []
         pods = self.model.pods
-        checkpoint = self.model.state.allocations or {}
+        checkpoint = self.model.state.allocations
+        if checkpoint is None:
+            checkpoint = {}
         # Their resource fields are all re-admission reads (and all the checkpoint keeps).
         mine = sorted(
             (view for _, view in pods.views([k for k in keys if k in pods])),
@@ -336,6 +345,9 @@ class NodeAgent:
             and pod_key(pod) not in self.pods  # re-admitted before a stop cut this short
         ]
         self._checkpoint = self._checkpoint.with_pods(back)
+        # Held by this checkpoint from now on, not by the read model too (`readmitted`).
+        for key in keys:
+            checkpoint.pop(key, None)
         running = [p for p in back if p.status.phase == "Running"]
         self._to_restore.update((pod_key(p), None) for p in running)
         # A settled pod has nothing to reconcile: its runtime is put back as the log says it

@@ -6,7 +6,7 @@ writes back what changed; `inplace replay state --at` folds from offset 0 to a p
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,9 @@ class ClusterState:
     # the Allocated (`allocation_json`, the projector's row): a kubelet decodes one when it
     # re-admits that pod (decoded, ~2.6 KB of heap for every pod of the cluster, vs ~0.3 KB).
     allocations: dict[NsName, bytes] | None = field(default_factory=dict)
+    # The allocations their holder keeps elsewhere from now on (a kubelet's node checkpoint,
+    # once it re-admitted the pod): their Allocated is not kept here too.
+    claimed: Callable[[NsName], bool] | None = None
     # Keys whose object changed (or vanished) since the last `take_touched`, per collection.
     touched: dict[str, set[Any]] = field(default_factory=dict)
     # The caller never looks at an applied record again (the rebuild): reducers may keep the
@@ -74,7 +77,8 @@ class ClusterState:
         if self.allocations is None:
             return
         if isinstance(payload, ev.Allocated):
-            _put(self, "allocations", key, allocation_json(payload))
+            claimed = self.claimed is not None and self.claimed(key)
+            _put(self, "allocations", key, None if claimed else allocation_json(payload))
         elif isinstance(payload, ev.PodDeleted | ev.PodEvicted):
             _put(self, "allocations", key, None)
 

@@ -72,6 +72,8 @@ async def test_a_restarted_agent_puts_pods_back_and_reconciles_only_what_moved()
     before = len(cluster.written)
     agent.restart_with(list(cluster.pods))
     cluster.agent = agent
+    cluster.state.claimed = lambda key: agent.readmitted  # as the kubelet's read model has it
+    assert cluster.state.allocations and (NS, "settled") in cluster.state.allocations
     worker = asyncio.create_task(agent.run())
     try:
         await asyncio.wait_for(agent.restore_turn(), timeout=10)
@@ -80,6 +82,8 @@ async def test_a_restarted_agent_puts_pods_back_and_reconciles_only_what_moved()
     finally:
         worker.cancel()
         await asyncio.gather(worker, return_exceptions=True)
+    # The checkpoint holds the allocations now, those written since too: the model none.
+    assert cluster.state.allocations == {}
 
     # Put back as it was, nothing written about it, running again in the (new) runtime.
     assert _written_about(cluster, "settled", before) == []
