@@ -12,7 +12,7 @@ import hashlib
 import json
 import logging
 import sys
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any, TypeVar
 
 import asyncpg
@@ -116,9 +116,8 @@ class ProjectionStore:
             if demands is not None
             else ""
         )
-        for r in await conn.fetch(
-            f"SELECT namespace, name, node_name, resource_version, object{placed} FROM {s}.pods"
-        ):
+        columns = f"namespace, name, node_name, resource_version, object{placed}"
+        async for r in _rows(conn, f"SELECT {columns} FROM {s}.pods"):
             _hold(pods, r)
             if demands is not None and r["demand"] is not None:
                 demands[(r["namespace"], r["name"])] = r["demand"]
@@ -126,7 +125,7 @@ class ProjectionStore:
         if state.allocations is not None:
             # Keyed by the pods' own key tuples: a kubelet holds both for every pod it serves.
             held = {key: key for key in pods}
-            for r in await conn.fetch(f"SELECT namespace, name, payload FROM {s}.allocations"):
+            async for r in _rows(conn, f"SELECT namespace, name, payload FROM {s}.allocations"):
                 key = (r["namespace"], r["name"])
                 state.allocations[held.get(key, key)] = r["payload"].encode()
         for r in await conn.fetch(f"SELECT name, object FROM {s}.nodes"):
@@ -694,6 +693,17 @@ def _policy_row(key: tuple[str, str], obj: ResourceQuota | LimitRange) -> tuple[
 
 
 __all__ = ["CHECKSUM_TABLES", "ProjectionStore", "StaleBatch", "resource_version"]
+
+
+SNAPSHOT_CHUNK = 2000
+
+
+async def _rows(conn: asyncpg.Connection, query: str) -> AsyncIterator[asyncpg.Record]:
+    """A table's rows a chunk at a time (a cursor, inside the snapshot's transaction): a role
+    holding every pod never has all their rows in memory at once besides what it keeps (the
+    whole result of 50,000 pods was ~100 MB at its peak, memory the process kept)."""
+    async for row in conn.cursor(query, prefetch=SNAPSHOT_CHUNK):
+        yield row
 
 
 def _hold(pods: PodStore, row: asyncpg.Record) -> None:
