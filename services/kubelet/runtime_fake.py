@@ -107,7 +107,6 @@ class _Container:
     id: str
     name: str
     sandbox_id: str
-    command: list[str]
     resources: LinuxContainerResources
     created_at: float
     state: ContainerState = "created"
@@ -264,7 +263,7 @@ class FakeRuntime:
         self._sandboxes[sandbox_id] = _Sandbox(
             id=sandbox_id,
             pod_uid=pod_uid,
-            cgroup_parent=cgroup_parent or f"pod{pod_uid}",
+            cgroup_parent=cgroup_parent or "",  # "": the default, pod<uid>, made when asked
             resources=resources or LinuxContainerResources(),
             created_at=self._clock(),
         )
@@ -288,7 +287,7 @@ class FakeRuntime:
             id=sandbox.id,
             pod_uid=sandbox.pod_uid,
             state=sandbox.state,
-            cgroup_parent=sandbox.cgroup_parent,
+            cgroup_parent=sandbox.cgroup_parent or f"pod{sandbox.pod_uid}",
             created_at=sandbox.created_at,
             resources=sandbox.resources,
             reported=sandbox.reported,
@@ -359,7 +358,6 @@ class FakeRuntime:
             id=container_id,
             name=sys.intern(name),  # the same few names in every pod
             sandbox_id=sandbox_id,
-            command=list(command),
             resources=linux,
             created_at=self._clock(),
         )
