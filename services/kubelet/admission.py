@@ -96,6 +96,25 @@ def _amount(name: str, quantity: Quantity) -> int:
 
 # --- the checkpoint -----------------------------------------------------------------------------
 
+# Effective requests already cached by some checkpoint, by their text: pods of one shape (the
+# replicas of a workload) share one read-only mapping instead of a dict each (~180 bytes a pod
+# for as long as the kubelet runs). Bounded: past it, a new shape starts the table again.
+_SHARED_REQUESTS: dict[tuple[tuple[str, str], ...], ResourceList] = {}
+SHARED_REQUESTS_MAX = 4096
+
+
+def shared_requests(requests: ResourceList) -> ResourceList:
+    """`requests`, or an equal mapping held already (same names, same quantities as written,
+    in the same order). The result is for reading: nobody writes into a cached one."""
+    key = tuple((name, str(quantity)) for name, quantity in requests.items())
+    held = _SHARED_REQUESTS.get(key)
+    if held is not None:
+        return held
+    if len(_SHARED_REQUESTS) >= SHARED_REQUESTS_MAX:
+        _SHARED_REQUESTS.clear()
+    _SHARED_REQUESTS[key] = requests
+    return requests
+
 
 @dataclass(frozen=True)
 class NodeAllocation:
@@ -124,7 +143,7 @@ class NodeAllocation:
         if missing:
             cache = dict(self._requests)
             for key in missing:
-                cache[key] = pod_requests(self.pods[key])
+                cache[key] = shared_requests(pod_requests(self.pods[key]))
             object.__setattr__(self, "_requests", cache)
         if self._total is None or missing:
             total: ResourceList = {}
@@ -179,7 +198,7 @@ class NodeAllocation:
         pod of its nodes for as long as it runs, and no copy is shared with anyone."""
         view = PodResources.of(pod)
         key = pod_key(view)
-        requests = pod_requests(view)
+        requests = shared_requests(pod_requests(view))
         return NodeAllocation(
             name=self.name,
             allocatable=self.allocatable,
@@ -198,7 +217,7 @@ class NodeAllocation:
             return self
         added = {pod_key(view): view for view in map(PodResources.of, pods)}
         requests = {k: r for k, r in self._requests.items() if k not in added}
-        requests.update((key, pod_requests(view)) for key, view in added.items())
+        requests.update((key, shared_requests(pod_requests(view))) for key, view in added.items())
         return NodeAllocation(
             name=self.name,
             allocatable=self.allocatable,

@@ -75,3 +75,17 @@ def test_the_checkpoint_keeps_no_conditions_or_resource_version_of_a_pod() -> No
     assert fresh == stored
     # The pod given is left as it was.
     assert pod.status.conditions and pod.metadata.resource_version == "4242"
+
+
+def test_pods_of_one_shape_share_their_cached_requests_and_copies_stay_private() -> None:
+    node = factories.node("n1", cpu="64", memory="64Gi")
+    checkpoint = NodeAllocation.from_node(node)
+    for name, cpu in (("a", "1"), ("b", "1"), ("c", "2")):
+        checkpoint = checkpoint.with_pod(factories.pod(NS, name, cpu=cpu))
+    cached = checkpoint._requests
+    assert cached[f"{NS}/a"] is cached[f"{NS}/b"]
+    assert cached[f"{NS}/c"] is not cached[f"{NS}/a"]
+    mine = checkpoint.requests_of(f"{NS}/a")
+    mine["cpu"] = Quantity("9")
+    assert str(checkpoint.requests_of(f"{NS}/b")["cpu"]) == "1"
+    assert checkpoint.used()["cpu"] == Quantity("4")
