@@ -19,7 +19,7 @@ import itertools
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from services.kubelet.cri import (
     ContainerNotRunningError,
@@ -39,6 +39,7 @@ from services.kubelet.cri import (
 __all__ = ["Call", "FakeRuntime", "RecordingRuntime", "journal_values", "resource_values"]
 
 ErrorFactory = type[RuntimeServiceError] | RuntimeServiceError | None
+KEPT_VALUES_MAX = 4096
 
 
 def resource_values(resources: LinuxContainerResources | None) -> dict[str, int]:
@@ -150,6 +151,7 @@ class FakeRuntime:
         self._clock = clock
         self._sandboxes: dict[str, _Sandbox] = {}
         self._containers: dict[str, _Container] = {}
+        self._values: dict[tuple[object, ...], LinuxContainerResources] = {}
         self._failures: list[_Failure] = []
         self._hangs: list[tuple[str | None, Callable[[Call], bool] | None]] = []
         self._release = asyncio.Event()
@@ -217,6 +219,28 @@ class FakeRuntime:
 
     # -- lookups --------------------------------------------------------------------------------
 
+    def _kept(self, resources: LinuxContainerResources) -> LinuxContainerResources:
+        """The values to hold for a sandbox or container: one object per distinct value set
+        (they are frozen), as a scale run's containers mostly have the same few (~100 bytes
+        each, two or three per pod). Bounded: past it, new values start the table again."""
+        key = (
+            resources.cpu_period,
+            resources.cpu_quota,
+            resources.cpu_shares,
+            resources.memory_limit_in_bytes,
+            resources.oom_score_adj,
+            resources.cpuset_cpus,
+            resources.cpuset_mems,
+            resources.memory_swap_limit_in_bytes,
+            tuple(resources.unified.items()),
+        )
+        held = self._values.get(key)
+        if held is None:
+            if len(self._values) >= KEPT_VALUES_MAX:
+                self._values.clear()
+            held = self._values[key] = resources
+        return held
+
     def _sandbox(self, sandbox_id: str, method: str) -> _Sandbox:
         try:
             return self._sandboxes[sandbox_id]
@@ -264,7 +288,7 @@ class FakeRuntime:
             id=sandbox_id,
             pod_uid=pod_uid,
             cgroup_parent=cgroup_parent or "",  # "": the default, pod<uid>, made when asked
-            resources=resources or LinuxContainerResources(),
+            resources=self._kept(resources or LinuxContainerResources()),
             created_at=self._clock(),
         )
         return sandbox_id
@@ -327,7 +351,7 @@ class FakeRuntime:
             raise ResourceUpdateError(
                 "set_pod_cgroup_resources", sandbox_id, "device or resource busy"
             )
-        sandbox.resources = resources
+        sandbox.resources = self._kept(resources)
 
     async def update_pod_sandbox_resources(
         self,
@@ -336,7 +360,7 @@ class FakeRuntime:
         overhead: LinuxContainerResources | None = None,
     ) -> None:
         await self._enter("update_pod_sandbox_resources", sandbox_id, **resource_values(resources))
-        self._sandbox(sandbox_id, "update_pod_sandbox_resources").reported = resources
+        self._sandbox(sandbox_id, "update_pod_sandbox_resources").reported = self._kept(resources)
 
     # -- containers -----------------------------------------------------------------------------
 
@@ -358,7 +382,7 @@ class FakeRuntime:
             id=container_id,
             name=sys.intern(name),  # the same few names in every pod
             sandbox_id=sandbox_id,
-            resources=linux,
+            resources=self._kept(linux),
             created_at=self._clock(),
         )
         self._containers[container_id] = container
@@ -445,7 +469,7 @@ class FakeRuntime:
             raise ResourceUpdateError(
                 "update_container_resources", container_id, "device or resource busy"
             )
-        container.resources = replace(linux)
+        container.resources = self._kept(linux)
 
     async def container_memory_usage(self, container_id: str) -> int:
         await self._enter("container_memory_usage", container_id)

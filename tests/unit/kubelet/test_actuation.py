@@ -515,3 +515,17 @@ def test_retry_delay_doubles_and_caps() -> None:
     assert [retry_delay(n) for n in range(0, 6)] == [0.0, 1.0, 2.0, 4.0, 8.0, 16.0]
     assert retry_delay(100) == 300.0
     assert retry_delay(3, initial=0.5, maximum=1.0) == 1.0
+
+
+async def test_the_fake_runtime_holds_one_object_per_distinct_resources() -> None:
+    fake = FakeRuntime()
+    sb, ids = await make_pod(fake, L(2000, 1024), a=L(1000, 512), b=L(1000, 512), c=L(500, 512))
+    held = {n: (await fake.container_status(cid)).resources for n, cid in ids.items()}
+    linux = {n: r.linux if r is not None else None for n, r in held.items()}
+    assert linux["a"] is linux["b"] and linux["a"] == L(1000, 512)
+    assert linux["c"] is not linux["a"] and linux["c"] == L(500, 512)
+    # An update to values held already takes the held object; the others keep theirs.
+    await fake.update_container_resources(ids["c"], ContainerResources(linux=L(1000, 512)))
+    after = (await fake.container_status(ids["c"])).resources
+    assert after is not None and after.linux is linux["a"]
+    assert (await fake.pod_sandbox_status(sb)).resources == L(2000, 1024)
