@@ -40,6 +40,7 @@ from schemas.podview import PodLike, PodResources
 from schemas.quantity import ZERO, Quantity
 from schemas.resources import add, is_sidecar, pod_requests, qos_class, subtract
 from services.kubelet.allocatedpods import AllocatedPods
+from services.kubelet.interning import InternTable
 
 __all__ = [
     "POD_LEVEL",
@@ -98,22 +99,15 @@ def _amount(name: str, quantity: Quantity) -> int:
 
 # Effective requests already cached by some checkpoint, by their text: pods of one shape (the
 # replicas of a workload) share one read-only mapping instead of a dict each (~180 bytes a pod
-# for as long as the kubelet runs). Bounded: past it, a new shape starts the table again.
-_SHARED_REQUESTS: dict[tuple[tuple[str, str], ...], ResourceList] = {}
-SHARED_REQUESTS_MAX = 4096
+# for as long as the kubelet runs).
+_SHARED_REQUESTS: InternTable[tuple[tuple[str, str], ...], ResourceList] = InternTable()
 
 
 def shared_requests(requests: ResourceList) -> ResourceList:
     """`requests`, or an equal mapping held already (same names, same quantities as written,
     in the same order). The result is for reading: nobody writes into a cached one."""
     key = tuple((name, str(quantity)) for name, quantity in requests.items())
-    held = _SHARED_REQUESTS.get(key)
-    if held is not None:
-        return held
-    if len(_SHARED_REQUESTS) >= SHARED_REQUESTS_MAX:
-        _SHARED_REQUESTS.clear()
-    _SHARED_REQUESTS[key] = requests
-    return requests
+    return _SHARED_REQUESTS.held(key, requests)
 
 
 @dataclass(frozen=True)

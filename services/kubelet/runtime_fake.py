@@ -35,11 +35,11 @@ from services.kubelet.cri import (
     RuntimeServiceError,
     RuntimeUnavailableError,
 )
+from services.kubelet.interning import InternTable
 
 __all__ = ["Call", "FakeRuntime", "RecordingRuntime", "journal_values", "resource_values"]
 
 ErrorFactory = type[RuntimeServiceError] | RuntimeServiceError | None
-KEPT_VALUES_MAX = 4096
 
 
 def resource_values(resources: LinuxContainerResources | None) -> dict[str, int]:
@@ -151,7 +151,7 @@ class FakeRuntime:
         self._clock = clock
         self._sandboxes: dict[str, _Sandbox] = {}
         self._containers: dict[str, _Container] = {}
-        self._values: dict[tuple[object, ...], LinuxContainerResources] = {}
+        self._values: InternTable[tuple[object, ...], LinuxContainerResources] = InternTable()
         self._failures: list[_Failure] = []
         self._hangs: list[tuple[str | None, Callable[[Call], bool] | None]] = []
         self._release = asyncio.Event()
@@ -222,7 +222,7 @@ class FakeRuntime:
     def _kept(self, resources: LinuxContainerResources) -> LinuxContainerResources:
         """The values to hold for a sandbox or container: one object per distinct value set
         (they are frozen), as a scale run's containers mostly have the same few (~100 bytes
-        each, two or three per pod). Bounded: past it, new values start the table again."""
+        each, two or three per pod)."""
         key = (
             resources.cpu_period,
             resources.cpu_quota,
@@ -234,12 +234,7 @@ class FakeRuntime:
             resources.memory_swap_limit_in_bytes,
             tuple(resources.unified.items()),
         )
-        held = self._values.get(key)
-        if held is None:
-            if len(self._values) >= KEPT_VALUES_MAX:
-                self._values.clear()
-            held = self._values[key] = resources
-        return held
+        return self._values.held(key, resources)
 
     def _sandbox(self, sandbox_id: str, method: str) -> _Sandbox:
         try:
