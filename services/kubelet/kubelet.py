@@ -445,7 +445,7 @@ class Kubelet:
             log.warning("kubelet: no request history for %d unsettled pods (%s)", len(keys), found)
             return unsettled
         for (namespace, name), envelope in found.items():
-            self.causes.setdefault(f"{namespace}/{name}", envelope.as_cause())
+            self.causes.setdefault(key_of(namespace, name), envelope.as_cause())
         return unsettled
 
     def _hand_over_pods(self, agents: list[NodeAgent], unsettled: list[tuple[str, str]]) -> None:
