@@ -13,6 +13,7 @@ import gc
 import heapq
 import json
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -23,7 +24,12 @@ from aiokafka import TopicPartition
 from inplace.core.bus.consumer import LogFollower, LogReader, Record
 from inplace.core.bus.headers import Accept
 from inplace.core.bus.producer import Position
-from inplace.core.observability.metrics import MALFORMED, SNAPSHOT_OBJECTS, START_SOURCE
+from inplace.core.observability.metrics import (
+    FETCH_WAIT,
+    MALFORMED,
+    SNAPSHOT_OBJECTS,
+    START_SOURCE,
+)
 from inplace.core.projection import reducers
 from inplace.core.projection.podstore import NsName, PodStore
 from inplace.core.projection.reducers import position_of, resource_version
@@ -36,10 +42,12 @@ log = logging.getLogger(__name__)
 
 # The fetch wait of roles no request waits on (the scheduler, the workload controller): on
 # the 100-node load their CPU per settled resize fell by a fifth to a third (fetch round trips
-# were 15-17% of each); their view of the log lags by up to this much more. Not quota: its
-# admission webhook answers the apiserver from its view (a LimitRange created just before a
-# pod must be there: the policy tests caught the pod created without its defaults).
+# were 15-17% of each); their view of the log lags by up to this much more. Quota holds its
+# fetches too, but its admission webhook answers the apiserver from its view: a review makes
+# it fetch promptly for PROMPT_FOR_S (`ReadModel.hurry`).
 OFF_PATH_FETCH_WAIT_MS = 25
+# How long a holder with held fetches fetches promptly after a request waited on its view.
+PROMPT_FOR_S = 10.0
 
 # A request answered from another holder's view of the log carries how far the asking one
 # has applied it (`ReadModel.progress`): the apiserver calling the quota webhook.
@@ -256,6 +264,9 @@ class ReadModel:
         self._waiter_seq = 0
         self._follower: LogFollower | None = None
         self._partitions: list[TopicPartition] = []
+        self._fetch_wait_now = self.fetch_wait_ms  # 0 while hurried (`hurry`)
+        self._prompt_until = 0.0
+        FETCH_WAIT.labels(role).set(self.fetch_wait_ms)
 
     @property
     def pods(self) -> PodStore:
@@ -319,10 +330,11 @@ class ReadModel:
             self.topics,
             role=self.role,
             accept=self.accept,
-            fetch_wait_ms=self.fetch_wait_ms,
+            fetch_wait_ms=self._fetch_wait_now,
         )
         tps = await follower.start(resume)
         self._follower, self._partitions = follower, tps
+        follower.hold_fetches(self._fetch_wait_now)  # hurried while it started
         try:
             catch_up = await follower.end_offsets(tps)
             self._check_ready(catch_up)
@@ -411,6 +423,30 @@ class ReadModel:
         self.collections[collection].publish(
             WatchEvent(kind, rv, _namespace_of(after if after is not None else before), snapshot)
         )
+
+    def hurry(self, seconds: float = PROMPT_FOR_S) -> None:
+        """A request waits on this view (the quota webhook catching up to the apiserver that
+        calls it): fetch promptly for the next `seconds`, then held again. Only for a holder
+        with held fetches (`fetch_wait_ms` > 0); the others fetch promptly anyway."""
+        if self.fetch_wait_ms <= 0:
+            return
+        self._prompt_until = max(self._prompt_until, time.monotonic() + seconds)
+        if self._fetch_wait_now != 0:
+            self._set_fetch_wait(0)
+            asyncio.get_running_loop().call_later(seconds, self._hold_again)
+
+    def _hold_again(self) -> None:
+        remaining = self._prompt_until - time.monotonic()
+        if remaining > 0:  # hurried again since: prompt until the last one's time is up
+            asyncio.get_running_loop().call_later(remaining, self._hold_again)
+        else:
+            self._set_fetch_wait(self.fetch_wait_ms)
+
+    def _set_fetch_wait(self, wait_ms: int) -> None:
+        self._fetch_wait_now = wait_ms
+        FETCH_WAIT.labels(self.role).set(wait_ms)
+        if self._follower is not None:
+            self._follower.hold_fetches(wait_ms)
 
     async def not_older_than(self, collection: str, rv: int, within: float = 3.0) -> None:
         """Return once this model has applied the change `rv` of `collection` names: what

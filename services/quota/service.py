@@ -11,7 +11,7 @@ from starlette.routing import Route
 
 from inplace.core.bus.headers import of_types
 from inplace.core.bus.producer import EventProducer
-from inplace.core.readmodel import ReadModel
+from inplace.core.readmodel import OFF_PATH_FETCH_WAIT_MS, ReadModel
 from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
 from schemas.events import PODS, POLICY
@@ -34,6 +34,8 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         window=0,
         snapshot=True,
         accept=of_types(READS),
+        # Fewer, fuller fetches while no review waits on it (the webhook hurries the model).
+        fetch_wait_ms=OFF_PATH_FETCH_WAIT_MS,
     )
     producer = EventProducer(
         settings.kafka_bootstrap, client_id=ROLE, topic_prefix=settings.topic_prefix

@@ -108,6 +108,7 @@ class QuotaWebhook:
             )
         if review.request is None:
             return JSONResponse({"message": "AdmissionReview has no request"}, status_code=400)
+        self.model.hurry()  # the apiserver waits on this view: no held fetches for a while
         await self._catch_up(request.headers.get(APPLIED_HEADER, ""))
         response = await self.review(review.request)
         return JSONResponse(AdmissionReview(response=response).to_k8s())

@@ -29,10 +29,10 @@ RawRecord = ConsumerRecord  # type: ignore[type-arg]
 def held_fetches(wait_ms: int) -> dict[str, int]:
     """Consumer options for a reader that can wait `wait_ms` (> 0): the broker answers a fetch
     once FULL_FETCH_BYTES are there or after that long (fewer, fuller fetches); 0: each fetch
-    returns what there is at once."""
-    return (
-        {"fetch_min_bytes": FULL_FETCH_BYTES, "fetch_max_wait_ms": wait_ms} if wait_ms > 0 else {}
-    )
+    returns as soon as there is a record (aiokafka's defaults: 1 byte, else after 500 ms)."""
+    if wait_ms > 0:
+        return {"fetch_min_bytes": FULL_FETCH_BYTES, "fetch_max_wait_ms": wait_ms}
+    return {"fetch_min_bytes": 1, "fetch_max_wait_ms": 500}
 
 
 @dataclass(frozen=True)
@@ -376,6 +376,16 @@ class LogFollower:
             if tp in resume:
                 self._consumer.seek(tp, resume[tp])
         return tps
+
+    def hold_fetches(self, wait_ms: int) -> None:
+        """From the next fetch on, fetch as `held_fetches(wait_ms)` says (a fetch the broker
+        holds now still ends as it was asked). aiokafka takes both options only when the
+        consumer is made; its Fetcher reads them afresh for every request it builds (0.11 to
+        0.14, the versions pyproject allows), so they are set there."""
+        options = held_fetches(wait_ms)
+        fetcher = self._consumer._fetcher
+        fetcher._fetch_min_bytes = options["fetch_min_bytes"]
+        fetcher._fetch_max_wait_ms = options["fetch_max_wait_ms"]
 
     async def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         return dict(await self._offsets.end_offsets(tps))

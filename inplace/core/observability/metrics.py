@@ -34,6 +34,11 @@ START_SOURCE = Gauge(
     "Where a read model started: 1 for `snapshot` (the projection) or `log` (offset 0)",
     ["role", "source"],
 )
+FETCH_WAIT = Gauge(
+    "inplace_read_model_fetch_wait_ms",
+    "How long the broker may hold a read model's fetches now (0 while a request waits on it)",
+    ["role"],
+)
 SNAPSHOT_OBJECTS = Gauge(
     "inplace_read_model_snapshot_objects",
     "Objects a read model loaded from the projection",

@@ -15,6 +15,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from inplace.core.bus.producer import EventProducer
+from inplace.core.readmodel import OFF_PATH_FETCH_WAIT_MS
 from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.envelope import Envelope
@@ -434,6 +435,27 @@ async def test_webhook_is_called_only_where_a_quota_or_limit_range_exists(
         assert 'failed calling webhook "quota.inplace.io"' in body["message"]
     finally:
         apiserver.stop()
+
+
+async def test_a_review_makes_the_quota_role_follow_the_log_promptly(
+    admitting_apiserver: RoleProcess, quota: RoleProcess
+) -> None:
+    """While no review waits on its view the broker holds quota's fetches (fewer, fuller
+    ones); a review makes it fetch promptly for a while, so the reviews after it wait for no
+    held fetch. The pod still gets the LimitRange it was created right after."""
+    gauge = 'inplace_read_model_fetch_wait_ms{role="quota"}'
+    assert await metric(quota, gauge) == OFF_PATH_FETCH_WAIT_MS
+    v1 = core(admitting_apiserver)
+    await namespace(v1)
+    defaults = {"type": "Container", "default": {"cpu": "200m", "memory": "64Mi"}}
+    await call(
+        v1.create_namespaced_limit_range,
+        NS,
+        {"metadata": {"name": "limits"}, "spec": {"limits": [defaults]}},
+    )
+    created = await call(v1.create_namespaced_pod, NS, pod_body("reviewed", cpu=None))
+    assert created.spec.containers[0].resources.limits == {"cpu": "200m", "memory": "64Mi"}
+    assert await metric(quota, gauge) == 0
 
 
 async def test_quota_restarted_from_the_projection_still_counts_every_pod(
