@@ -1,32 +1,38 @@
-"""A read model with held fetches (the quota role's) fetches promptly while a request waits on
-its view (`ReadModel.hurry`), then held again: checked on the fetch requests it sends to the
-real broker, which is where the setting takes effect (aiokafka has no public setter)."""
+"""A follower with held fetches (the quota role's, the scheduler's) lets the broker hold them
+while records flow, waits at the broker for the first record while none come, and fetches
+promptly while a request waits on its view (`ReadModel.hurry`). Checked on the fetch requests
+it sends to the real broker, which is where the setting takes effect (aiokafka has no public
+setter)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 from aiokafka.protocol.fetch import FetchRequest
 
 from inplace.core.bus.consumer import FULL_FETCH_BYTES
+from inplace.core.bus.producer import EventProducer
 from inplace.core.readmodel import OFF_PATH_FETCH_WAIT_MS, ReadModel
 from inplace.core.settings import Settings
 from schemas import events as ev
+from schemas.envelope import Envelope
 from tests.integration.conftest import until
+
+HELD = (OFF_PATH_FETCH_WAIT_MS, FULL_FETCH_BYTES)  # (max wait ms, min bytes)
+PROMPT = (500, 1)  # aiokafka's defaults: answered at the first record
 
 
 class SentFetches:
-    """Every fetch request a read model's follower sends: (max wait ms, min bytes)."""
+    """Every fetch request a read model's follower sends, from `mark` on."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: ReadModel) -> None:
         self.sent: list[tuple[int, int]] = []
-
-    def spy_on(self, model: ReadModel) -> None:
+        self.mark = 0
         assert model._follower is not None
         client = model._follower._consumer._client
         send = client.send
@@ -38,8 +44,14 @@ class SentFetches:
 
         client.send = recorded
 
-    def since(self, mark: int) -> list[tuple[int, int]]:
-        return self.sent[mark:]
+    def from_now(self) -> None:
+        self.mark = len(self.sent)
+
+    def since_mark(self) -> list[tuple[int, int]]:
+        return self.sent[self.mark :]
+
+    async def counted(self) -> Counter[tuple[int, int]]:
+        return Counter(self.since_mark())  # how many of each kind (short, when it fails)
 
 
 @pytest.fixture
@@ -55,30 +67,53 @@ async def followed(settings: Settings) -> AsyncIterator[ReadModel]:
         await task
 
 
-HELD = (OFF_PATH_FETCH_WAIT_MS, FULL_FETCH_BYTES)
-PROMPT = (500, 1)  # aiokafka's defaults: answered at the first record
+@contextlib.contextmanager
+def records_flowing(producer: EventProducer) -> Iterator[None]:
+    """A policy record every 10 ms while the block runs."""
+
+    async def write() -> None:
+        for n in range(1_000_000):
+            envelope = Envelope.wrap(ev.NamespaceCreated(namespace=f"ns-{n}"), producer="test")
+            await producer.send(envelope)
+            await asyncio.sleep(0.01)
+
+    task = asyncio.create_task(write())
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
+async def test_held_while_records_flow_waiting_for_the_first_while_idle(
+    followed: ReadModel, producer: EventProducer
+) -> None:
+    fetches = SentFetches(followed)
+    await until(fetches.counted, lambda c: c[PROMPT] >= 1, "an idle follower's prompt fetch")
+    fetches.from_now()
+    await until(fetches.counted, lambda c: c.total() >= 2, "more fetches while idle")
+    assert set(fetches.since_mark()) == {PROMPT}, "idle: each fetch waits for the first record"
+
+    with records_flowing(producer):
+        fetches.from_now()
+        await until(fetches.counted, lambda c: c[HELD] >= 3, "held fetches while records flow")
+
+    fetches.from_now()
+    await until(fetches.counted, lambda c: c[PROMPT] >= 1, "prompt again once idle")
 
 
 async def test_hurry_makes_fetches_prompt_for_a_while_then_held_again(
-    followed: ReadModel,
+    followed: ReadModel, producer: EventProducer
 ) -> None:
-    fetches = SentFetches()
-    fetches.spy_on(followed)
-    mark = 0
+    fetches = SentFetches(followed)
+    with records_flowing(producer):
+        await until(fetches.counted, lambda c: c[HELD] >= 3, "held fetches while records flow")
 
-    async def sent() -> Counter[tuple[int, int]]:
-        return Counter(fetches.since(mark))  # (max wait ms, min bytes): how many of each
+        followed.hurry(seconds=1.0)
+        fetches.from_now()
+        await until(fetches.counted, lambda c: c[PROMPT] >= 3, "prompt fetches after hurry")
 
-    await until(sent, lambda s: s.total() >= 2, "fetches while idle")
-    assert set(fetches.sent) == {HELD}, "no request waits on it: the broker holds its fetches"
-
-    mark = len(fetches.sent)
-    followed.hurry(seconds=1.0)
-    prompt = await until(sent, lambda s: PROMPT in s, "a prompt fetch after hurry")
-    assert set(prompt) <= {HELD, PROMPT}  # at most the fetch in flight when it was hurried
-
-    mark = len(fetches.sent)
-    followed.hurry(seconds=3.0)  # hurried again: prompt until this one's time is up
-    await until(sent, lambda s: HELD in s, "held fetches once its time is up")
-    after = fetches.since(mark)
-    assert PROMPT in after[: after.index(HELD)], "prompt fetches until then"
+        followed.hurry(seconds=3.0)  # hurried again: prompt until this one's time is up
+        fetches.from_now()
+        await until(fetches.counted, lambda c: c[HELD] >= 1, "held fetches once its time is up")
+        after = fetches.since_mark()
+        assert after[: after.index(HELD)].count(PROMPT) >= 3, "prompt fetches until then"

@@ -317,12 +317,14 @@ class LogFollower:
         accept: Accept | None = None,
         fetch_wait_ms: int = 0,
     ) -> None:
-        """`fetch_wait_ms` > 0: the broker answers a fetch once FULL_FETCH_BYTES are there
-        or after this long, so a follower fetches fewer, fuller batches at up to that much
-        more lag (for roles no user waits on; 0: each fetch returns what there is at once)."""
+        """`fetch_wait_ms` > 0: while records flow the broker answers a fetch once
+        FULL_FETCH_BYTES are there or after this long, so a follower fetches fewer, fuller
+        batches at up to that much more lag (for roles no user waits on; 0: each fetch returns
+        what there is at once); while none come, a fetch waits for the first (`batches`)."""
         self._topics = topics
         self._role = role
         self._accept = accept
+        self._wait_ms = fetch_wait_ms
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=bootstrap,
             **aiokafka_options(),
@@ -378,10 +380,16 @@ class LogFollower:
         return tps
 
     def hold_fetches(self, wait_ms: int) -> None:
-        """From the next fetch on, fetch as `held_fetches(wait_ms)` says (a fetch the broker
-        holds now still ends as it was asked). aiokafka takes both options only when the
-        consumer is made; its Fetcher reads them afresh for every request it builds (0.11 to
-        0.14, the versions pyproject allows), so they are set there."""
+        """From the next fetch on, let the broker hold fetches up to `wait_ms` while records
+        flow (0: never; a fetch the broker holds now still ends as it was asked)."""
+        self._wait_ms = wait_ms
+        self._fetch_as(wait_ms)
+
+    def _fetch_as(self, wait_ms: int) -> None:
+        """Make the next fetch requests as `held_fetches(wait_ms)` says. aiokafka takes both
+        options only when the consumer is made; its Fetcher reads them afresh for every
+        request it builds (0.11 to 0.14, the versions pyproject allows), so they are set
+        there."""
         options = held_fetches(wait_ms)
         fetcher = self._consumer._fetcher
         fetcher._fetch_min_bytes = options["fetch_min_bytes"]
@@ -399,6 +407,11 @@ class LogFollower:
     async def batches(self, timeout_ms: int = 200) -> AsyncIterator[Batch]:
         while True:
             raw = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=5000)
+            if self._wait_ms:
+                # Held fetches while records flow; once none came for `timeout_ms`, the next
+                # fetch waits at the broker for the first record (a held one would come back
+                # empty every `wait_ms`: 40 fetches a second of an idle follower).
+                self._fetch_as(self._wait_ms if raw else 0)
             yield await decode_batch(raw, self._role, None, self._accept)
 
     async def position(self, tp: TopicPartition) -> int:
