@@ -13,9 +13,10 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaConsumer
 from aiokafka.protocol.fetch import FetchRequest
 
-from inplace.core.bus.consumer import FULL_FETCH_BYTES
+from inplace.core.bus.consumer import FULL_FETCH_BYTES, EventConsumer
 from inplace.core.bus.producer import EventProducer
 from inplace.core.readmodel import OFF_PATH_FETCH_WAIT_MS, ReadModel
 from inplace.core.settings import Settings
@@ -28,13 +29,12 @@ PROMPT = (500, 1)  # aiokafka's defaults: answered at the first record
 
 
 class SentFetches:
-    """Every fetch request a read model's follower sends, from `mark` on."""
+    """Every fetch request an aiokafka consumer sends, from `mark` on."""
 
-    def __init__(self, model: ReadModel) -> None:
+    def __init__(self, consumer: AIOKafkaConsumer) -> None:
         self.sent: list[tuple[int, int]] = []
         self.mark = 0
-        assert model._follower is not None
-        client = model._follower._consumer._client
+        client = consumer._client
         send = client.send
 
         async def recorded(node_id: int, request: Any, *args: Any, **kwargs: Any) -> Any:
@@ -52,6 +52,11 @@ class SentFetches:
 
     async def counted(self) -> Counter[tuple[int, int]]:
         return Counter(self.since_mark())  # how many of each kind (short, when it fails)
+
+
+def _consumer_of(model: ReadModel) -> AIOKafkaConsumer:
+    assert model._follower is not None
+    return model._follower._consumer
 
 
 @pytest.fixture
@@ -87,7 +92,7 @@ def records_flowing(producer: EventProducer) -> Iterator[None]:
 async def test_held_while_records_flow_waiting_for_the_first_while_idle(
     followed: ReadModel, producer: EventProducer
 ) -> None:
-    fetches = SentFetches(followed)
+    fetches = SentFetches(_consumer_of(followed))
     await until(fetches.counted, lambda c: c[PROMPT] >= 1, "an idle follower's prompt fetch")
     fetches.from_now()
     await until(fetches.counted, lambda c: c.total() >= 2, "more fetches while idle")
@@ -104,7 +109,7 @@ async def test_held_while_records_flow_waiting_for_the_first_while_idle(
 async def test_hurry_makes_fetches_prompt_for_a_while_then_held_again(
     followed: ReadModel, producer: EventProducer
 ) -> None:
-    fetches = SentFetches(followed)
+    fetches = SentFetches(_consumer_of(followed))
     with records_flowing(producer):
         await until(fetches.counted, lambda c: c[HELD] >= 3, "held fetches while records flow")
 
@@ -117,3 +122,38 @@ async def test_hurry_makes_fetches_prompt_for_a_while_then_held_again(
         await until(fetches.counted, lambda c: c[HELD] >= 1, "held fetches once its time is up")
         after = fetches.since_mark()
         assert after[: after.index(HELD)].count(PROMPT) >= 3, "prompt fetches until then"
+
+
+async def test_a_lingering_consumer_group_member_waits_for_the_first_record_while_idle(
+    settings: Settings, producer: EventProducer
+) -> None:
+    """The projector's consumer (a group member with a 100 ms linger) fetches the same way."""
+    consumer = EventConsumer(
+        settings.kafka_bootstrap,
+        role="projector",
+        topics=[settings.topic(ev.POLICY)],
+        group_id=f"{settings.topic_prefix}fetch-test",
+        linger_ms=100,
+    )
+    await consumer.start()
+    fetches = SentFetches(consumer._consumer)
+    lingered = (100, FULL_FETCH_BYTES)
+
+    async def consume() -> None:
+        async for _ in consumer.batches(timeout_ms=200):
+            pass
+
+    task = asyncio.create_task(consume())
+    try:
+        await until(fetches.counted, lambda c: c[PROMPT] >= 1, "an idle member's prompt fetch")
+        fetches.from_now()
+        await until(fetches.counted, lambda c: c.total() >= 2, "more fetches while idle")
+        assert set(fetches.since_mark()) == {PROMPT}, "idle: each fetch waits for the first"
+        with records_flowing(producer):
+            fetches.from_now()
+            await until(fetches.counted, lambda c: c[lingered] >= 3, "held while records flow")
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await consumer.stop()

@@ -35,6 +35,25 @@ def held_fetches(wait_ms: int) -> dict[str, int]:
     return {"fetch_min_bytes": 1, "fetch_max_wait_ms": 500}
 
 
+def fetch_as(consumer: AIOKafkaConsumer, wait_ms: int) -> None:
+    """Make `consumer`'s next fetch requests as `held_fetches(wait_ms)` says (a fetch the
+    broker holds now still ends as it was asked). aiokafka takes both options only when the
+    consumer is made; its Fetcher reads them afresh for every request it builds (0.11 to
+    0.14, the versions pyproject allows), so they are set there."""
+    options = held_fetches(wait_ms)
+    fetcher = consumer._fetcher
+    fetcher._fetch_min_bytes = options["fetch_min_bytes"]
+    fetcher._fetch_max_wait_ms = options["fetch_max_wait_ms"]
+
+
+def follow_flow(consumer: AIOKafkaConsumer, wait_ms: int, flowing: bool) -> None:
+    """For a reader with held fetches (`wait_ms` > 0): held while records flow; once a poll
+    found none, the next fetch waits at the broker for the first record (a held one would
+    come back empty every `wait_ms`: 40 fetches a second of an idle reader at 25 ms)."""
+    if wait_ms > 0:
+        fetch_as(consumer, wait_ms if flowing else 0)
+
+
 @dataclass(frozen=True)
 class Record:
     """One decoded event with its position in the log."""
@@ -170,6 +189,7 @@ class EventConsumer:
         linger_ms: int = 0,
     ) -> None:
         self.role = role
+        self._linger_ms = linger_ms
         self._linger = linger_ms / 1000
         self._topics = list(topics)
         self._seek = seek
@@ -205,6 +225,7 @@ class EventConsumer:
         """Yield decoded batches forever (empty ones on idle); malformed records are parked."""
         while True:
             raw = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=self._max_records)
+            follow_flow(self._consumer, self._linger_ms, bool(raw))  # held for the linger too
             if raw and self._linger:
                 await self._gather(raw)
             batch = await decode_batch(raw, self.role, self._dead_letters)
@@ -383,17 +404,7 @@ class LogFollower:
         """From the next fetch on, let the broker hold fetches up to `wait_ms` while records
         flow (0: never; a fetch the broker holds now still ends as it was asked)."""
         self._wait_ms = wait_ms
-        self._fetch_as(wait_ms)
-
-    def _fetch_as(self, wait_ms: int) -> None:
-        """Make the next fetch requests as `held_fetches(wait_ms)` says. aiokafka takes both
-        options only when the consumer is made; its Fetcher reads them afresh for every
-        request it builds (0.11 to 0.14, the versions pyproject allows), so they are set
-        there."""
-        options = held_fetches(wait_ms)
-        fetcher = self._consumer._fetcher
-        fetcher._fetch_min_bytes = options["fetch_min_bytes"]
-        fetcher._fetch_max_wait_ms = options["fetch_max_wait_ms"]
+        fetch_as(self._consumer, wait_ms)
 
     async def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         return dict(await self._offsets.end_offsets(tps))
@@ -407,11 +418,7 @@ class LogFollower:
     async def batches(self, timeout_ms: int = 200) -> AsyncIterator[Batch]:
         while True:
             raw = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=5000)
-            if self._wait_ms:
-                # Held fetches while records flow; once none came for `timeout_ms`, the next
-                # fetch waits at the broker for the first record (a held one would come back
-                # empty every `wait_ms`: 40 fetches a second of an idle follower).
-                self._fetch_as(self._wait_ms if raw else 0)
+            follow_flow(self._consumer, self._wait_ms, bool(raw))
             yield await decode_batch(raw, self._role, None, self._accept)
 
     async def position(self, tp: TopicPartition) -> int:
