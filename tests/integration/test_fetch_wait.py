@@ -54,11 +54,6 @@ class SentFetches:
         return Counter(self.since_mark())  # how many of each kind (short, when it fails)
 
 
-def _consumer_of(model: ReadModel) -> AIOKafkaConsumer:
-    assert model._follower is not None
-    return model._follower._consumer
-
-
 @pytest.fixture
 async def followed(settings: Settings) -> AsyncIterator[ReadModel]:
     model = ReadModel(
@@ -70,6 +65,13 @@ async def followed(settings: Settings) -> AsyncIterator[ReadModel]:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+@pytest.fixture
+def fetches(followed: ReadModel) -> SentFetches:
+    """The fetch requests of the followed read model's follower."""
+    assert followed._follower is not None
+    return SentFetches(followed._follower._consumer)
 
 
 @contextlib.contextmanager
@@ -89,27 +91,30 @@ def records_flowing(producer: EventProducer) -> Iterator[None]:
         task.cancel()
 
 
-async def test_held_while_records_flow_waiting_for_the_first_while_idle(
-    followed: ReadModel, producer: EventProducer
+async def prompt_while_idle_held_while_flowing(
+    fetches: SentFetches, producer: EventProducer, held: tuple[int, int]
 ) -> None:
-    fetches = SentFetches(_consumer_of(followed))
-    await until(fetches.counted, lambda c: c[PROMPT] >= 1, "an idle follower's prompt fetch")
+    """An idle reader's fetches wait for the first record; held (`held`) once records flow."""
+    await until(fetches.counted, lambda c: c[PROMPT] >= 1, "an idle reader's prompt fetch")
     fetches.from_now()
     await until(fetches.counted, lambda c: c.total() >= 2, "more fetches while idle")
     assert set(fetches.since_mark()) == {PROMPT}, "idle: each fetch waits for the first record"
-
     with records_flowing(producer):
         fetches.from_now()
-        await until(fetches.counted, lambda c: c[HELD] >= 3, "held fetches while records flow")
+        await until(fetches.counted, lambda c: c[held] >= 3, "held fetches while records flow")
 
+
+async def test_held_while_records_flow_waiting_for_the_first_while_idle(
+    fetches: SentFetches, producer: EventProducer
+) -> None:
+    await prompt_while_idle_held_while_flowing(fetches, producer, HELD)
     fetches.from_now()
     await until(fetches.counted, lambda c: c[PROMPT] >= 1, "prompt again once idle")
 
 
 async def test_hurry_makes_fetches_prompt_for_a_while_then_held_again(
-    followed: ReadModel, producer: EventProducer
+    followed: ReadModel, fetches: SentFetches, producer: EventProducer
 ) -> None:
-    fetches = SentFetches(_consumer_of(followed))
     with records_flowing(producer):
         await until(fetches.counted, lambda c: c[HELD] >= 3, "held fetches while records flow")
 
@@ -137,7 +142,6 @@ async def test_a_lingering_consumer_group_member_waits_for_the_first_record_whil
     )
     await consumer.start()
     fetches = SentFetches(consumer._consumer)
-    lingered = (100, FULL_FETCH_BYTES)
 
     async def consume() -> None:
         async for _ in consumer.batches(timeout_ms=200):
@@ -145,13 +149,7 @@ async def test_a_lingering_consumer_group_member_waits_for_the_first_record_whil
 
     task = asyncio.create_task(consume())
     try:
-        await until(fetches.counted, lambda c: c[PROMPT] >= 1, "an idle member's prompt fetch")
-        fetches.from_now()
-        await until(fetches.counted, lambda c: c.total() >= 2, "more fetches while idle")
-        assert set(fetches.since_mark()) == {PROMPT}, "idle: each fetch waits for the first"
-        with records_flowing(producer):
-            fetches.from_now()
-            await until(fetches.counted, lambda c: c[lingered] >= 3, "held while records flow")
+        await prompt_while_idle_held_while_flowing(fetches, producer, (100, FULL_FETCH_BYTES))
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
