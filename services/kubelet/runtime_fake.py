@@ -19,7 +19,7 @@ import itertools
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from services.kubelet.cri import (
     ContainerNotRunningError,
@@ -38,6 +38,9 @@ from services.kubelet.cri import (
 from services.kubelet.interning import InternTable
 
 __all__ = ["Call", "FakeRuntime", "RecordingRuntime", "journal_values", "resource_values"]
+
+# Every value of a CRI resource set, so two sets share a held object only when all are equal.
+_CRI_FIELDS = fields(LinuxContainerResources)
 
 ErrorFactory = type[RuntimeServiceError] | RuntimeServiceError | None
 
@@ -223,16 +226,9 @@ class FakeRuntime:
         """The values to hold for a sandbox or container: one object per distinct value set
         (they are frozen), as a scale run's containers mostly have the same few (~100 bytes
         each, two or three per pod)."""
-        key = (
-            resources.cpu_period,
-            resources.cpu_quota,
-            resources.cpu_shares,
-            resources.memory_limit_in_bytes,
-            resources.oom_score_adj,
-            resources.cpuset_cpus,
-            resources.cpuset_mems,
-            resources.memory_swap_limit_in_bytes,
-            tuple(resources.unified.items()),
+        key = tuple(
+            tuple(value.items()) if isinstance(value, Mapping) else value
+            for value in (getattr(resources, f.name) for f in _CRI_FIELDS)
         )
         return self._values.held(key, resources)
 
