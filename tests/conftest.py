@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -56,3 +57,17 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
     finally:
         cluster.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def no_automatic_collections() -> Iterator[None]:
+    """Only explicit collections run while a test runs (a threshold-triggered one would move
+    the objects a test watches), and the thresholds are restored after it."""
+    enabled, thresholds = gc.isenabled(), gc.get_threshold()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        if enabled:
+            gc.enable()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gc
 import random
 from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -569,3 +570,8 @@ def with_value(doc: dict[str, Any], path: Sequence[str | int], value: Any) -> di
         target = target[key]
     target[path[-1]] = value
     return out
+
+
+def in_generation(obj: object, generation: int) -> bool:
+    """Whether the cyclic GC holds `obj` in `generation` now."""
+    return any(o is obj for o in gc.get_objects(generation))

@@ -66,6 +66,7 @@ class RoleServer:
         self.role = role
         self.host = host
         self.port = port
+        self.gc_young_every = settings.gc_young_every_ms / 1000
         self._ready = ready
         self._tasks: list[asyncio.Task[None]] = []
         self.tls = serving_tls(settings.credentials_dir(), settings.insecure_http, host, role)
@@ -139,6 +140,8 @@ class RoleServer:
         # Bound here, before any loop starts: a taken port is a one-line error and exit 1
         # (uvicorn would sys.exit from inside its task, with a traceback).
         listener = self._listen()
+        young = gcpauses.YoungCollections(self.gc_young_every)
+        young.start()
         tls = self.tls.uvicorn_options() if self.tls else {}
         config = uvicorn.Config(
             self.app, host=self.host, port=self.port, log_level="warning", lifespan="off", **tls
@@ -166,6 +169,7 @@ class RoleServer:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await http
         waiter.cancel()
+        young.stop()
         if failed:
             exc = failed[0].exception()
             raise RuntimeError(f"{self.role}: loop {failed[0].get_name()} failed: {exc}") from exc

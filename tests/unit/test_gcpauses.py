@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import itertools
 import logging
 
 import pytest
 
 from inplace.core.observability import gcpauses
-from inplace.core.observability.gcpauses import GC_PAUSE_SECONDS, GcPauses
+from inplace.core.observability.gcpauses import (
+    GC_PAUSE_SECONDS,
+    GcPauses,
+    YoungCollections,
+)
+from tests.factories import in_generation
 
 
 def _count(generation: str) -> float:
@@ -54,3 +61,75 @@ def test_tune_sets_the_long_lived_heap_thresholds() -> None:
         assert gc.get_threshold() == gcpauses.THRESHOLDS == (10_000, 10, 100)
     finally:
         gc.set_threshold(*saved)
+
+
+async def _collected(young: YoungCollections, collections: int) -> None:
+    for _ in range(1000):
+        if young.collections >= collections:
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError(f"{young.collections} collections after 5 s")
+
+
+@pytest.mark.usefixtures("no_automatic_collections")
+async def test_young_objects_leave_generation_0_on_the_timer() -> None:
+    kept = [object()]  # a list is tracked: it starts in generation 0
+    assert in_generation(kept, 0)
+    young = YoungCollections(every=0.01)
+    young.start()
+    try:
+        await _collected(young, 1)
+    finally:
+        young.stop()
+    assert not in_generation(kept, 0)
+    assert in_generation(kept, 1) or in_generation(kept, 2)
+
+
+@pytest.mark.usefixtures("no_automatic_collections")
+async def test_the_middle_generation_is_collected_after_its_threshold_of_young_ones() -> None:
+    seen: list[int] = []
+
+    def record(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop":
+            seen.append(info["generation"])
+
+    middle = gc.get_threshold()[1]
+    young = YoungCollections(every=0.001)
+    gc.callbacks.append(record)
+    young.start()
+    try:
+        await _collected(young, 3 * (middle + 2))
+    finally:
+        young.stop()
+        gc.callbacks.remove(record)
+    firsts = [i for i, generation in enumerate(seen) if generation == 1]
+    assert len(firsts) >= 2
+    # More young collections than the threshold between two of the middle one: threshold + 1.
+    assert all(b - a - 1 == middle + 1 for a, b in itertools.pairwise(firsts))
+    assert set(seen) == {0, 1}
+
+
+@pytest.mark.usefixtures("no_automatic_collections")
+async def test_no_timed_collection_while_others_run() -> None:
+    # A role catching up allocates enough for CPython to collect on its own: the timer
+    # only fills the quiet spells.
+    young = YoungCollections(every=0.05)
+    young.start()
+    try:
+        for _ in range(30):
+            gc.collect(0)
+            await asyncio.sleep(0.01)
+        assert young.collections == 0
+        await _collected(young, 1)  # quiet again: the timer collects
+    finally:
+        young.stop()
+
+
+async def test_a_stopped_timer_collects_no_more() -> None:
+    young = YoungCollections(every=0.001)
+    young.start()
+    await _collected(young, 3)
+    young.stop()
+    collections = young.collections
+    await asyncio.sleep(0.05)
+    assert young.collections == collections

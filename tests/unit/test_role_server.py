@@ -10,6 +10,7 @@ import uvloop
 
 from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
+from tests.factories import in_generation
 
 
 async def _nodelay_of_an_accepted_connection() -> int:
@@ -60,3 +61,21 @@ def test_roles_parse_http_with_httptools() -> None:
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
     assert AutoHTTPProtocol.__name__ == "HttpToolsProtocol"
+
+
+@pytest.mark.usefixtures("no_automatic_collections")
+async def test_a_running_role_collects_its_young_generation_on_a_timer() -> None:
+    # Only the role's timer collects here: an object the role keeps leaves generation 0
+    # while the role runs (gcpauses.YoungCollections), with no allocations to trigger it.
+    server = RoleServer("test", Settings(insecure_http=True), host="127.0.0.1", port=0)
+    kept = [object()]
+    assert in_generation(kept, 0)
+
+    async def watch() -> None:
+        for _ in range(500):
+            await asyncio.sleep(0.01)
+            if not in_generation(kept, 0):
+                return
+        raise AssertionError("still in generation 0 after 5 s")
+
+    await server.run({"watch": watch})
