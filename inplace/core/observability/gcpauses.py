@@ -17,7 +17,7 @@ threshold. A role in steady state replaces objects (a pod's new version in, the 
 so that count hardly moves while the young generation keeps every new object: under a
 resize load the kubelet's young generation held 40,000-120,000 objects when a collection
 finally came, each costing ~1 us to walk (scattered over a heap of hundreds of MB): pauses of
-50-160 ms of CPU, 200-340 ms of wall time on busy cores, which were the p99 of a paced load.
+50-160 ms of CPU, 220-400 ms of wall time on busy cores, which were the p99 of a paced load.
 `YoungCollections` collects the young generations whenever none ran for half a second
 (`INPLACE_GC_YOUNG_EVERY_MS`), so each collection walks what half a second left behind.
 """
