@@ -17,6 +17,8 @@ from schemas.k8s import (
     LimitRange,
     Node,
     NodeCondition,
+    NodeSpec,
+    ObjectMeta,
     Pod,
     ResourceList,
     ResourceQuota,
@@ -330,6 +332,18 @@ class NodeRegistered(NodeEvent):
     node: Node
 
 
+class NodeUpdated(NodeEvent):
+    """The user-writable part of a Node changed (labels, annotations, spec: cordon, taints).
+
+    Its status is not carried: capacity, allocatable and conditions move only by their own
+    events (hotplug, the kubelet), so an update never writes back a status it read earlier.
+    """
+
+    TYPE: ClassVar[str] = "NodeUpdated"
+    metadata: ObjectMeta
+    spec: NodeSpec
+
+
 class NodeCapacityChanged(NodeEvent):
     """KEP-3953: capacity changed on a live node; initialCapacity is never touched."""
 
@@ -370,6 +384,15 @@ class PolicyEvent(EventPayload):
 class NamespaceCreated(PolicyEvent):
     TYPE: ClassVar[str] = "NamespaceCreated"
     labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class NamespaceUpdated(PolicyEvent):
+    """New labels and annotations (a Namespace's only user-writable fields here)."""
+
+    TYPE: ClassVar[str] = "NamespaceUpdated"
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
 
 
 class NamespaceDeleted(PolicyEvent):

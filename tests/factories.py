@@ -26,6 +26,7 @@ from schemas.k8s import (
     Pod,
     ResourceQuota,
     ResourceRequirements,
+    Taint,
 )
 from schemas.quantity import Quantity
 
@@ -167,7 +168,8 @@ def every_type_stream(pods: int = 60, nodes: int = 4, seed: int = 11) -> list[En
     relabelled while pending and then bound; resizes accepted, Deferred then admitted,
     Infeasible, superseded after their allocation, refused by the apiserver; containers
     restarted before and after an allocation; nodes shrunk (evictions), grown, failing a
-    resync, deleted; quotas and limit ranges created, updated, deleted and their usage."""
+    resync, deleted, relabelled, tainted, cordoned; a namespace relabelled; quotas and limit
+    ranges created, updated, deleted and their usage."""
     rng = random.Random(seed)
     ns, other = "team-a", "team-b"
     out: list[Envelope] = []
@@ -341,6 +343,18 @@ def every_type_stream(pods: int = 60, nodes: int = 4, seed: int = 11) -> list[En
     )
     emit(ev.NodeDeleted(name=gone))
     emit(ev.NodeRegistered(name="node-late", node=node("node-late")))
+    # Users relabel, taint and cordon nodes (kubectl label / taint / cordon).
+    relabelled = node(big, cpu="16", memory="64Gi")
+    relabelled.metadata.labels = {"disk": "ssd"}
+    relabelled.spec.taints = [Taint(key="dedicated", value="db", effect="NoSchedule")]
+    emit(ev.NodeUpdated(name=big, metadata=relabelled.metadata, spec=relabelled.spec), "apiserver")
+    cordoned = node("node-late")
+    cordoned.spec.unschedulable = True
+    emit(
+        ev.NodeUpdated(name="node-late", metadata=cordoned.metadata, spec=cordoned.spec),
+        "apiserver",
+    )
+    emit(ev.NamespaceUpdated(namespace=other, labels={"team": other, "tier": "gold"}), "apiserver")
     # Policy changes: usage published, a quota and a limit range replaced, others deleted.
     emit(
         ev.ResourceQuotaUsageChanged(namespace=ns, name="compute", used={"pods": Quantity("3")}),

@@ -97,7 +97,11 @@ def build_app(
         ),
         Route("/api/v1/{resource}", _only(CLUSTER_SCOPED, objects.create), methods=["POST"]),
         Route("/api/v1/{resource}/{name}", _only(CLUSTER_SCOPED, objects.get), methods=["GET"]),
-        Route("/api/v1/{resource}/{name}", _only(CLUSTER_SCOPED, objects.replace), methods=["PUT"]),
+        Route(
+            "/api/v1/{resource}/{name}",
+            _only(CLUSTER_SCOPED, objects.update),
+            methods=["PUT", "PATCH"],
+        ),
         Route(
             "/api/v1/{resource}/{name}", _only(CLUSTER_SCOPED, objects.delete), methods=["DELETE"]
         ),
@@ -118,8 +122,8 @@ def build_app(
         ),
         Route(
             "/api/v1/namespaces/{namespace}/{resource}/{name}",
-            _only(NAMESPACED, objects.replace),
-            methods=["PUT"],
+            _only(NAMESPACED, objects.update),
+            methods=["PUT", "PATCH"],
         ),
         Route(
             "/api/v1/namespaces/{namespace}/{resource}/{name}",

@@ -38,7 +38,7 @@ RESOURCES: list[dict[str, Any]] = [
         "singularName": "node",
         "namespaced": False,
         "kind": "Node",
-        "verbs": ["create", "get", "list", "watch"],
+        "verbs": _RW,
         "shortNames": ["no"],
     },
     {
@@ -53,7 +53,7 @@ RESOURCES: list[dict[str, Any]] = [
         "singularName": "namespace",
         "namespaced": False,
         "kind": "Namespace",
-        "verbs": ["create", "delete", "get", "list", "watch"],
+        "verbs": _RW,
         "shortNames": ["ns"],
     },
     {

@@ -24,7 +24,7 @@ from services.apiserver.apply import (
     render_path,
     server_side_apply,
 )
-from services.apiserver.patching import APPLY_PATCH
+from services.apiserver.patching import APPLY_PATCH, PatchError, apply_patch
 from services.apiserver.selectors import field_matcher, label_matcher
 from services.apiserver.tables import TableRequest, parse_accept, table
 
@@ -184,6 +184,18 @@ def _warning_value(text: str) -> bytes:
     # response); they are escaped as Go's %q writes them.
     escaped = "".join(c if c >= " " and c != "\x7f" else f"\\x{ord(c):02x}" for c in escaped)
     return f'299 - "{escaped}"'.encode("utf-8", "replace")
+
+
+def requested(request: Request, body: bytes, current: dict[str, Any], kind: str) -> Any:
+    """The object a write asks for: PUT's body, or the PATCH body applied to `current` (the
+    stored object's JSON) as its content type says."""
+    if request.method == "PUT":
+        return parse_json(body)
+    content_type = request.headers.get("content-type", "")
+    try:
+        return apply_patch(current, body, content_type, kind=kind)
+    except PatchError as exc:
+        raise errors.ApiError(exc.status()) from None
 
 
 def is_apply(request: Request) -> bool:

@@ -19,17 +19,19 @@ from schemas.envelope import EventPayload
 from schemas.k8s import Event, LimitRange, Node, ObjectMeta, ResourceQuota
 from services.apiserver import errors
 from services.apiserver.auth.identity import current_user
-from services.apiserver.auth.nodeauthorizer import node_create_refusal
-from services.apiserver.fielderrors import FieldError, invalid_status
+from services.apiserver.auth.nodeauthorizer import node_create_refusal, node_update_refusal
+from services.apiserver.fielderrors import FieldError, invalid, invalid_status
 from services.apiserver.http import (
     check_kind,
     decode_checked,
+    is_apply,
     list_or_watch,
     not_older_than,
     ok,
     ok_object,
     parse_json,
     read_body,
+    requested,
 )
 from services.apiserver.writer import Writer
 
@@ -63,6 +65,9 @@ KINDS: dict[str, Kind] = {
         Node,
         False,
         created=lambda ns, o: ev.NodeRegistered(name=o.metadata.name, node=o),
+        updated=lambda ns, o: ev.NodeUpdated(
+            name=o.metadata.name, metadata=o.metadata, spec=o.spec
+        ),
         deleted=lambda ns, name: ev.NodeDeleted(name=name),
     ),
     "namespaces": Kind(
@@ -72,7 +77,14 @@ KINDS: dict[str, Kind] = {
         NamespaceObject,
         False,
         created=lambda ns, o: ev.NamespaceCreated(
-            namespace=o.metadata.name, labels=o.metadata.labels or {}
+            namespace=o.metadata.name,
+            labels=o.metadata.labels or {},
+            annotations=o.metadata.annotations or {},
+        ),
+        updated=lambda ns, o: ev.NamespaceUpdated(
+            namespace=o.metadata.name,
+            labels=o.metadata.labels or {},
+            annotations=o.metadata.annotations or {},
         ),
         deleted=lambda ns, name: ev.NamespaceDeleted(namespace=name),
     ),
@@ -183,42 +195,59 @@ class ObjectHandlers:
             await self.writer.commit(kind.created(namespace or "", obj))
         return ok(self._get(kind, namespace, name), 201)
 
-    async def replace(self, request: Request) -> Response:
+    async def update(self, request: Request) -> Response:
+        """PUT (resourceVersion required) or PATCH (json, merge or strategic merge; a
+        resourceVersion in the result is a precondition) of the object's writable part."""
         kind = self._kind(request)
         if kind.updated is None:
             raise errors.method_not_allowed()
+        if is_apply(request):
+            raise errors.unsupported_media_type(
+                f"server-side apply is not served for {kind.collection}: use "
+                "kubectl apply without --server-side (a strategic merge patch)"
+            )
         namespace, name = request.path_params.get("namespace"), request.path_params["name"]
-        data = parse_json(await read_body(request))
-        check_kind(data, kind.kind)
-        obj = decode_checked(request, kind.model, data, kind.kind, name)
-        meta: ObjectMeta = obj.metadata  # type: ignore[attr-defined]
+        body = await read_body(request)
         async with self.writer.lock((kind.collection, self._key(kind, namespace, name))):
             current = self._get(kind, namespace, name)
+            data = requested(request, body, current, kind.kind)
+            check_kind(data, kind.kind)
+            # The status is not the main resource's to write (reset below, as kube-apiserver's
+            # update strategies do): not checked either, so a stored field newer than the
+            # published schema (KEP-3953's initialCapacity) does not fail a strict update.
+            if isinstance(data, dict):
+                data = {k: v for k, v in data.items() if k != "status"}
+            obj = decode_checked(request, kind.model, data, kind.kind, name)
+            meta: ObjectMeta = obj.metadata  # type: ignore[attr-defined]
             if meta.name != name or meta.namespace not in (None, namespace):
                 raise errors.bad_request(
                     "the name or namespace of the object does not match the request"
                 )
             rv = meta.resource_version
-            if not rv:
+            if request.method == "PUT" and not rv:
                 raise errors.ApiError(
                     invalid_status(
                         kind.kind,
                         name,
                         [
-                            FieldError(
-                                type="FieldValueInvalid",
-                                field="metadata.resourceVersion",
-                                bad_value="",
-                                detail="must be specified for an update",
+                            invalid(
+                                "metadata.resourceVersion", "", "must be specified for an update"
                             )
                         ],
                     )
                 )
-            if rv != current["metadata"].get("resourceVersion"):
+            if rv and rv != current["metadata"].get("resourceVersion"):
                 raise errors.stale(kind.kind, name)
-            meta.namespace = namespace
-            meta.uid = current["metadata"].get("uid")
-            await self.writer.commit(kind.updated(namespace or "", obj))
+            old = kind.model.model_validate(current)
+            _keep_system_fields(old, obj)
+            if isinstance(obj, Node):
+                refusal = node_update_refusal(current_user(), old, obj)
+                if refusal:
+                    raise errors.forbidden(
+                        f'nodes "{name}" is forbidden: {refusal}', kind="nodes", name=name
+                    )
+            if obj != old:  # kube-apiserver writes nothing (no new resourceVersion) for a no-op
+                await self.writer.commit(kind.updated(namespace or "", obj))
         return ok(self._get(kind, namespace, name))
 
     async def delete(self, request: Request) -> Response:
@@ -230,6 +259,15 @@ class ObjectHandlers:
             final = self._get(kind, namespace, name)
             await self.writer.commit(kind.deleted(namespace or "", name))
         return ok(final)
+
+
+def _keep_system_fields(old: Any, new: Any) -> None:
+    """What an update does not change: identity, creation, and the status (written by its
+    own events: hotplug, the kubelet, quota), as kube-apiserver's update strategies reset."""
+    for field in ("namespace", "uid", "creation_timestamp", "resource_version"):
+        setattr(new.metadata, field, getattr(old.metadata, field))
+    if "status" in type(new).model_fields:
+        new.status = old.status
 
 
 def _validate_name(kind: Kind, name: str) -> None:

@@ -29,10 +29,10 @@ from services.apiserver.http import (
     ok_object,
     parse_json,
     read_body,
+    requested,
     server_side_apply_request,
 )
 from services.apiserver.openapi import CLONESET_DEFINITION, all_definitions
-from services.apiserver.patching import PatchError, apply_patch
 from services.apiserver.workloadvalidation import validate_clone_set
 from services.apiserver.writer import Writer
 
@@ -53,18 +53,6 @@ def _decode(data: Any) -> CloneSet:
         check_kind({k: v for k, v in data.items() if k != "apiVersion"}, KIND)
     _check_api_version(data)
     return decode(CloneSet, data, KIND)
-
-
-async def _requested(request: Request, current: dict[str, Any], kind: str) -> Any:
-    """The object a write asks for: PUT's body, or the patch applied to `current`."""
-    body = await read_body(request)
-    if request.method == "PUT":
-        return parse_json(body)
-    content_type = request.headers.get("content-type", "")
-    try:
-        return apply_patch(current, body, content_type, kind=kind)
-    except PatchError as exc:
-        raise errors.ApiError(exc.status()) from None
 
 
 class CloneSetHandlers:
@@ -88,7 +76,7 @@ class CloneSetHandlers:
 
     async def _incoming(self, request: Request, current: CloneSet) -> CloneSet:
         """PUT's body or the patched current object; a stale resourceVersion is a 409."""
-        new = _decode(await _requested(request, current.to_k8s(), KIND))
+        new = _decode(requested(request, await read_body(request), current.to_k8s(), KIND))
         name = current.metadata.name or ""
         if new.metadata.name not in (None, name) or new.metadata.namespace not in (
             None,
@@ -229,7 +217,7 @@ class CloneSetHandlers:
         if request.method != "GET":
             async with self.writer.lock((COLLECTION, namespace, name)):
                 current = self._get(namespace, name)
-                data = await _requested(request, _scale(current), "Scale")
+                data = requested(request, await read_body(request), _scale(current), "Scale")
                 replicas = data.get("spec", {}).get("replicas") if isinstance(data, dict) else None
                 if not isinstance(replicas, int) or isinstance(replicas, bool):
                     raise errors.bad_request("Scale: spec.replicas must be an integer")

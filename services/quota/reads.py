@@ -40,4 +40,5 @@ SKIPS: dict[str, str] = {
     ev.ResizeRefused.TYPE: "nothing (a refused resize changes no object); it only recomputed",
     ev.NamespaceCreated.TYPE: "namespace objects, which quota does not keep",
     ev.NamespaceDeleted.TYPE: "namespace objects, which quota does not keep",
+    ev.NamespaceUpdated.TYPE: "namespace objects, which quota does not keep",
 }

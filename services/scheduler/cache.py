@@ -52,7 +52,9 @@ __all__ = [
     "pod_key",
 ]
 
-FreeReason = Literal["PodDeleted", "PodScaledDown", "NodeAdded", "NodeCapacityChanged"]
+FreeReason = Literal[
+    "PodDeleted", "PodScaledDown", "NodeAdded", "NodeCapacityChanged", "NodeLabelOrTaintChanged"
+]
 
 
 def pod_key(pod: PodLike) -> str:
@@ -260,7 +262,7 @@ class SchedulerCache:
     # -- nodes ------------------------------------------------------------------------------
 
     def upsert_node(self, node: Node) -> CapacityFreed | None:
-        """NodeRegistered / NodeCapacityChanged / condition or taint updates (O(resources))."""
+        """NodeRegistered / NodeUpdated / NodeCapacityChanged (O(resources))."""
         name = node.metadata.name or ""
         info = self._nodes.get(name)
         if info is None:
@@ -268,13 +270,21 @@ class SchedulerCache:
         was_present = info.present
         was_blocked = info.blocked_reason
         before = info._snapshot()
+        facts = info.facts
         info._set_node(node)
         if not was_present:
             self._sorted = None
             return CapacityFreed(name, "NodeAdded")
         if info.blocked_reason != was_blocked:
             self._sorted = None
-        return CapacityFreed(name, "NodeCapacityChanged") if info._capacity_grew(before) else None
+        if info._capacity_grew(before):
+            return CapacityFreed(name, "NodeCapacityChanged")
+        # kube-scheduler's UpdateNodeLabel / UpdateNodeTaint hints: a pending pod's selector,
+        # affinity or tolerations may match the node now (even one still blocked for a pod
+        # without them: a new taint may be one the pod tolerates). Only a cordon cannot.
+        if info.facts != facts and not (info.facts.unschedulable and not facts.unschedulable):
+            return CapacityFreed(name, "NodeLabelOrTaintChanged")
+        return None
 
     def remove_node(self, name: str) -> None:
         """NodeDeleted: stop scheduling onto it; pods still bound keep counting until removed."""

@@ -304,13 +304,17 @@ def pending_to_retry(cache: SchedulerCache, change: ClusterChange) -> list[str]:
 
 def _fill_node(cache: SchedulerCache, change: CapacityFreed) -> list[str]:
     node = cache.node(change.node_name)
-    if node is None or not node.present or node.blocked_reason is not None:
+    if node is None or not node.present:
         return []
     free_cpu = max(node.allocatable_cpu - node.requested_cpu, 0)
     candidates = sorted(cache.pending_up_to_cpu(free_cpu), key=_retry_order)
     room = _Room(node)
     chosen: list[str] = []
     for pending in candidates:
+        # A node blocked for pods without placement fields (tainted, cordoned) may still
+        # take one that tolerates it; one whose selector it fails takes no room.
+        if filter_reason(placement_of(pending.pod), node.facts) is not None:
+            continue
         if room.take(pending.demand):
             chosen.append(pod_key(pending.pod))
     return chosen

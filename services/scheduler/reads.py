@@ -25,6 +25,7 @@ READS: frozenset[str] = frozenset(
         ev.PodEvicted.TYPE,  # Failed on its node: the node gets the room back
         ev.PodDeleted.TYPE,  # gone: its node gets the room back
         ev.NodeRegistered.TYPE,  # the node: allocatable, labels, taints, unschedulable
+        ev.NodeUpdated.TYPE,  # labels, taints, cordon: may let pending pods in
         ev.NodeCapacityChanged.TYPE,  # allocatable moved (KEP-3953): may let pending pods in
         ev.NodeDeleted.TYPE,  # no longer a place for pods
     }

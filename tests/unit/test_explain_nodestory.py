@@ -10,7 +10,7 @@ from inplace.core.bus.producer import Position
 from inplace.core.explain.nodestory import node_story, render_node
 from schemas import events as ev
 from schemas.envelope import Envelope
-from schemas.k8s import NodeCondition
+from schemas.k8s import NodeCondition, Taint
 from schemas.quantity import Quantity
 from tests import factories
 
@@ -47,6 +47,14 @@ def _deferred(name: str) -> ev.ResizeStatusChanged:
     )
 
 
+def _cordoned(name: str) -> ev.NodeUpdated:
+    node = factories.node(name)
+    node.metadata.labels = {"disk": "ssd"}
+    node.spec.unschedulable = True
+    node.spec.taints = [Taint(key="dedicated", value="db", effect="NoSchedule")]
+    return ev.NodeUpdated(name=name, metadata=node.metadata, spec=node.spec)
+
+
 def test_capacity_changes_and_conditions_in_log_order() -> None:
     own = [
         _at(0, ev.NodeRegistered(name="n1", node=factories.node("n1", "4", "8Gi"))),
@@ -70,6 +78,7 @@ def test_capacity_changes_and_conditions_in_log_order() -> None:
                 ),
             ),
         ),
+        _at(35, _cordoned("n1")),
         _at(40, ev.NodeDeleted(name="n1")),
     ]
     story = node_story("n1", own, [])
@@ -78,6 +87,7 @@ def test_capacity_changes_and_conditions_in_log_order() -> None:
         "NodeCapacityChanged",
         "NodeResizeFailed",
         "NodeConditionChanged",
+        "NodeUpdated",
         "NodeDeleted",
     ]
     assert [c.text for c in story.changes] == [
@@ -86,6 +96,7 @@ def test_capacity_changes_and_conditions_in_log_order() -> None:
         "allocatable cpu 4, memory 8Gi -> cpu 7500m, memory 15Gi",
         "resize failed: no such CPU",
         "condition ResourceStarvation=True (HotUnplug)",
+        "updated: cordoned; labels disk=ssd; taints dedicated=db:NoSchedule",
         "deleted",
     ]
     assert story.changes[1].time == T0 + timedelta(seconds=10)

@@ -411,6 +411,43 @@ def test_node_swap_is_reported_in_node_info_not_capacity() -> None:
     assert str(planning_capacity(status)["swap"]) == "4Gi"
 
 
+def test_a_node_update_changes_labels_and_spec_never_identity_or_status() -> None:
+    registered = factories.node("n1", cpu="4", memory="8Gi")
+    registered.metadata.uid = "uid-n1"
+    edited = registered.model_copy(deep=True)
+    edited.metadata.labels = {"disk": "ssd"}
+    edited.metadata.uid = "forged"
+    edited.spec.unschedulable = True
+    state = _fold(
+        ev.NodeRegistered(name="n1", node=registered),
+        ev.NodeCapacityChanged(
+            name="n1",
+            old_capacity=registered.status.capacity,
+            new_capacity={"cpu": "8", "memory": "8Gi", "pods": "110"},
+            old_allocatable=registered.status.allocatable,
+            new_allocatable={"cpu": "8", "memory": "8Gi", "pods": "110"},
+        ),
+        ev.NodeUpdated(name="n1", metadata=edited.metadata, spec=edited.spec),
+    )
+    node = state.nodes["n1"]
+    assert node.metadata.labels == {"disk": "ssd"} and node.spec.unschedulable is True
+    assert node.metadata.uid == "uid-n1"
+    assert str(node.status.allocatable["cpu"]) == "8"  # the resize folded before it stays
+    assert node.metadata.resource_version == str(resource_version(Position("nodes", 0, 2)))
+
+
+def test_a_namespace_update_keeps_its_creation_time() -> None:
+    created = ev.NamespaceCreated(namespace="team", labels={"a": "1"}, annotations={"x": "y"})
+    state = _fold(created)
+    first = state.namespaces["team"]["metadata"]
+    assert first["annotations"] == {"x": "y"}
+    state = _fold(created, ev.NamespaceUpdated(namespace="team", labels={"a": "2"}))
+    now = state.namespaces["team"]["metadata"]
+    assert now["labels"] == {"a": "2"} and "annotations" not in now
+    assert now["creationTimestamp"] == first["creationTimestamp"]
+    assert now["resourceVersion"] != first["resourceVersion"]
+
+
 def test_events_with_one_name_aggregate_their_count() -> None:
     event = factories.kube_event(NS, NAME)
     state = _fold(*[ev.KubeEventRecorded(event=event)] * 3)

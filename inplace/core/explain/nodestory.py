@@ -50,6 +50,14 @@ def _change(record: Record) -> NodeChange | None:
             f"capacity {_listed(dict(p.old_capacity))} -> {_listed(dict(p.new_capacity))}; "
             f"allocatable {_listed(dict(p.old_allocatable))} -> {_listed(dict(p.new_allocatable))}"
         )
+    elif isinstance(p, ev.NodeUpdated):
+        # What placement reads: a pod waiting on this node is waiting on these.
+        labels = ", ".join(f"{k}={v}" for k, v in sorted((p.metadata.labels or {}).items()))
+        taints = ", ".join(f"{t.key}={t.value or ''}:{t.effect}" for t in p.spec.taints or [])
+        text = (
+            f"updated: {'cordoned' if p.spec.unschedulable else 'schedulable'}; "
+            f"labels {labels or '<none>'}; taints {taints or '<none>'}"
+        )
     elif isinstance(p, ev.NodeResizeFailed):
         text = f"resize failed: {p.message}"
     elif isinstance(p, ev.NodeConditionChanged):

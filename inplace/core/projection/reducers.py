@@ -348,7 +348,15 @@ def reduce_node(
         return new
     if node is None or isinstance(payload, ev.NodeDeleted):
         return None
-    if isinstance(payload, ev.NodeCapacityChanged) and node.status is not None:
+    if isinstance(payload, ev.NodeUpdated):
+        # Labels, annotations and spec as the user wrote them; identity and status stay.
+        meta = _take(payload.metadata, adopt)
+        meta.name = node.metadata.name
+        meta.uid = node.metadata.uid
+        meta.creation_timestamp = node.metadata.creation_timestamp
+        node.metadata = meta
+        node.spec = _take(payload.spec, adopt)
+    elif isinstance(payload, ev.NodeCapacityChanged) and node.status is not None:
         place_swap(node.status, payload.new_capacity, payload.new_allocatable)
     elif isinstance(payload, ev.NodeConditionChanged) and node.status is not None:
         conditions = [c for c in node.status.conditions or [] if c.type != payload.condition.type]
@@ -387,9 +395,35 @@ def locate(payload: ev.EventPayload) -> tuple[Collection, Any]:
     raise TypeError(f"no collection for {type(payload).__name__}")
 
 
+def reduce_namespace(
+    namespace: dict[str, Any] | None, env: Envelope, position: Position
+) -> dict[str, Any] | None:
+    """Namespaces are held as their JSON (nothing reads more than names and labels)."""
+    payload = env.payload
+    if isinstance(payload, ev.NamespaceDeleted):
+        return None
+    if not isinstance(payload, ev.NamespaceCreated | ev.NamespaceUpdated):
+        return namespace
+    if isinstance(payload, ev.NamespaceUpdated) and namespace is not None:
+        created = namespace["metadata"].get("creationTimestamp")
+    else:
+        created = env.time.strftime("%Y-%m-%dT%H:%M:%SZ")
+    metadata: dict[str, Any] = {"name": payload.namespace, "labels": dict(payload.labels)}
+    if payload.annotations:
+        metadata["annotations"] = dict(payload.annotations)
+    metadata["resourceVersion"] = str(resource_version(position))
+    metadata["creationTimestamp"] = created
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": metadata,
+        "status": {"phase": "Active"},
+    }
+
+
 def policy_key(payload: ev.PolicyEvent) -> tuple[str, str, str]:
     """(kind, namespace, name) of the object a policy event touches."""
-    if isinstance(payload, ev.NamespaceCreated | ev.NamespaceDeleted):
+    if isinstance(payload, ev.NamespaceCreated | ev.NamespaceUpdated | ev.NamespaceDeleted):
         return ("Namespace", "", payload.namespace)
     if isinstance(payload, ev.ResourceQuotaCreated | ev.ResourceQuotaUpdated):
         return ("ResourceQuota", payload.namespace, payload.quota.metadata.name or "")

@@ -64,7 +64,7 @@ class ClusterState:
             return  # applied already (a holder that loaded this pod from a newer snapshot)
         current = objects.get(key)
         if collection == "namespaces":
-            new = _namespace(payload, env.time, pos)  # type: ignore[arg-type]
+            new = reducers.reduce_namespace(current, env, pos)
         elif collection == "clonesets":
             new = reduce_clone_set(current, env, pos)
         else:
@@ -125,20 +125,3 @@ def _put(state: ClusterState, collection: str, key: Any, obj: Any) -> None:
     if touched is None:
         state.touched[collection] = touched = set()
     touched.add(key)
-
-
-def _namespace(payload: ev.PolicyEvent, when: Any, pos: Any) -> dict[str, Any] | None:
-    if isinstance(payload, ev.NamespaceDeleted):
-        return None
-    labels = payload.labels if isinstance(payload, ev.NamespaceCreated) else {}
-    return {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {
-            "name": payload.namespace,
-            "labels": labels,
-            "resourceVersion": str(reducers.resource_version(pos)),
-            "creationTimestamp": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        },
-        "status": {"phase": "Active"},
-    }

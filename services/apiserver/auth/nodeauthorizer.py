@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from schemas.envelope import UserInfo
+from schemas.k8s import Node
 from services.apiserver.auth.requestinfo import RequestInfo
 
 NODES_GROUP = "system:nodes"
@@ -69,3 +70,28 @@ def node_create_refusal(user: UserInfo | None, collection: str, name: str) -> st
     if node is None or collection != "nodes" or name == node:
         return None
     return _not_own_node(node, name)
+
+
+_RESTRICTED_LABELS = "node-restriction.kubernetes.io"
+
+
+def node_update_refusal(user: UserInfo | None, old: Node, new: Node) -> str | None:
+    """NodeRestriction on a kubelet's update of its own Node: labels under
+    `node-restriction.kubernetes.io/` (set by administrators to steer workloads to nodes a
+    kubelet cannot claim to be) and taints stay as they are."""
+    node = node_name(user) if user is not None else None
+    if node is None:
+        return None
+    before, after = old.metadata.labels or {}, new.metadata.labels or {}
+    modified = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    forbidden = sorted(k for k in modified if _restricted(k))
+    if forbidden:
+        return f"is not allowed to modify labels: {', '.join(forbidden)}"
+    if (old.spec.taints or []) != (new.spec.taints or []):
+        return f'node "{node}" is not allowed to modify taints'
+    return None
+
+
+def _restricted(label: str) -> bool:
+    domain = label.partition("/")[0] if "/" in label else ""
+    return domain == _RESTRICTED_LABELS or domain.endswith("." + _RESTRICTED_LABELS)

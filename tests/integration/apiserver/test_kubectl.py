@@ -12,7 +12,9 @@ from pathlib import Path
 import httpx
 import yaml
 
-from tests.integration.conftest import RoleProcess, kubectl
+from inplace.core.settings import Settings
+from schemas.events import NODES, POLICY
+from tests.integration.conftest import RoleProcess, kubectl, read_log
 from tests.integration.workload.conftest import clone_set
 
 MANIFESTS = Path(__file__).parent / "manifests"
@@ -123,9 +125,7 @@ async def test_get_prints_kube_apiserver_columns(apiserver: RoleProcess) -> None
             "nodeInfo": {"kubeletVersion": "v1.35.0", "osImage": "Debian 12"},
         },
     }
-    # Nodes serve no PATCH, so kubectl cannot learn from the OpenAPI that the server validates
-    # them and would validate client-side with the protobuf OpenAPI v2 (not served): off.
-    await kubectl(apiserver, "create", "--validate=false", "-f", "-", stdin=json.dumps(node))
+    await kubectl(apiserver, "create", "-f", "-", stdin=json.dumps(node))
     quota = {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
@@ -158,10 +158,95 @@ async def test_get_prints_kube_apiserver_columns(apiserver: RoleProcess) -> None
     typed = await kubectl(apiserver, "create", "namespace", "team-a", check=False)
     assert typed.returncode != 0 and "application/json" in typed.stderr
     team = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}
-    await kubectl(apiserver, "create", "--validate=false", "-f", "-", stdin=json.dumps(team))
+    await kubectl(apiserver, "create", "-f", "-", stdin=json.dumps(team))
     namespaces = _rows((await kubectl(apiserver, "get", "namespaces")).stdout)
     assert namespaces[0] == ["NAME", "STATUS", "AGE"]
     assert ["default", "Active"] == namespaces[1][:2]
+
+
+async def test_namespaces_nodes_and_quotas_are_applied_again_with_validation_on(
+    apiserver: RoleProcess, settings: Settings
+) -> None:
+    """kubectl apply of a changed manifest is a strategic merge PATCH, validated server-side
+    (kubectl finds the PATCH operation of each kind in the OpenAPI v3)."""
+    team = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+    }
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "compute", "namespace": "team-a"},
+        "spec": {"hard": {"requests.cpu": "2"}},
+    }
+    applied = ((team, "namespace/team-a"), (node, "node/n1"), (quota, "resourcequota/compute"))
+    for manifest, name in applied:
+        done = await kubectl(apiserver, "apply", "-f", "-", stdin=json.dumps(manifest))
+        assert done.stdout.strip() == f"{name} created"
+    team["metadata"]["labels"] = {"tier": "gold"}
+    node["metadata"]["labels"] = {"disk": "ssd"}
+    node["spec"] = {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]}
+    quota["spec"]["hard"] = {"requests.cpu": "4", "pods": "10"}
+    for manifest, name in applied:  # the same dicts, edited
+        done = await kubectl(apiserver, "apply", "-f", "-", stdin=json.dumps(manifest))
+        assert done.stdout.strip() == f"{name} configured"
+        again = await kubectl(apiserver, "apply", "-f", "-", stdin=json.dumps(manifest))
+        assert again.stdout.strip() == f"{name} unchanged"
+    got = json.loads((await kubectl(apiserver, "get", "namespace", "team-a", "-o", "json")).stdout)
+    assert got["metadata"]["labels"] == {"tier": "gold"}
+    assert "kubectl.kubernetes.io/last-applied-configuration" in got["metadata"]["annotations"]
+    got = json.loads((await kubectl(apiserver, "get", "node", "n1", "-o", "json")).stdout)
+    assert got["metadata"]["labels"] == {"disk": "ssd"}
+    assert got["spec"]["taints"] == node["spec"]["taints"]
+    assert got["status"]["allocatable"]["cpu"] == "4"  # an update never writes status
+    got = json.loads(
+        (await kubectl(apiserver, "get", "quota", "compute", "-n", "team-a", "-o", "json")).stdout
+    )
+    assert got["spec"]["hard"] == {"requests.cpu": "4", "pods": "10"}
+    types = [e.type for e in await read_log(settings, NODES, POLICY)]
+    assert types.count("NodeUpdated") == 1 and types.count("NamespaceUpdated") == 1
+    assert types.count("ResourceQuotaUpdated") == 1  # "unchanged" wrote nothing
+
+
+async def test_label_cordon_and_taint_a_node(apiserver: RoleProcess) -> None:
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1"},
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+    await kubectl(apiserver, "create", "-f", "-", stdin=json.dumps(node))
+    steps = [
+        (("label", "node", "n1", "disk=ssd"), "node/n1 labeled"),
+        (("cordon", "n1"), "node/n1 cordoned"),
+        (("taint", "node", "n1", "dedicated=db:NoSchedule"), "node/n1 tainted"),
+    ]
+    for args, said in steps:
+        assert (await kubectl(apiserver, *args)).stdout.strip() == said
+    nodes = _rows((await kubectl(apiserver, "get", "nodes")).stdout)
+    assert nodes[1][:2] == ["n1", "Ready,SchedulingDisabled"]
+    got = json.loads((await kubectl(apiserver, "get", "node", "n1", "-o", "json")).stdout)
+    assert got["metadata"]["labels"]["disk"] == "ssd"
+    assert got["spec"]["unschedulable"] is True
+    assert got["spec"]["taints"] == [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]
+    for args, said in [
+        (("uncordon", "n1"), "node/n1 uncordoned"),
+        (("taint", "node", "n1", "dedicated-"), "node/n1 untainted"),
+        (("label", "node", "n1", "disk-"), "node/n1 unlabeled"),
+    ]:
+        assert (await kubectl(apiserver, *args)).stdout.strip() == said
+    got = json.loads((await kubectl(apiserver, "get", "node", "n1", "-o", "json")).stdout)
+    assert "disk" not in (got["metadata"].get("labels") or {})
+    assert not got["spec"].get("unschedulable") and not got["spec"].get("taints")
+    stale = dict(got, metadata={**got["metadata"], "resourceVersion": "1024"})
+    refused = await kubectl(apiserver, "replace", "-f", "-", stdin=json.dumps(stale), check=False)
+    assert refused.returncode != 0 and "the object has been modified" in refused.stderr
 
 
 async def test_get_watch_prints_new_rows(apiserver: RoleProcess) -> None:

@@ -94,6 +94,7 @@ bodies = st.one_of(
 
 
 def _fuzz(base: str) -> list[tuple[int, str]]:
+    """Random bodies sent to a pod's resize subresource."""
     pod: dict[str, Any] = {
         "metadata": {"name": "fuzz"},
         "spec": {
@@ -109,12 +110,18 @@ def _fuzz(base: str) -> list[tuple[int, str]]:
             ]
         },
     }
-    url = f"{base}/api/v1/namespaces/default/pods"
+    return _fuzz_writes(f"{base}/api/v1/namespaces/default/pods", pod, "/fuzz/resize", 300)
+
+
+def _fuzz_writes(
+    url: str, obj: dict[str, Any], target: str, examples: int
+) -> list[tuple[int, str]]:
+    """`obj` created at `url`, then random PATCH and PUT bodies sent to `url + target`."""
     seen: list[tuple[int, str]] = []
     with httpx.Client(timeout=30) as client:
-        assert client.post(url, json=pod).status_code == 201
+        assert client.post(url, json=obj).status_code == 201
 
-        @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+        @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck))
         @given(
             body=bodies,
             content_type=st.sampled_from(CONTENT_TYPES),
@@ -122,7 +129,7 @@ def _fuzz(base: str) -> list[tuple[int, str]]:
         )
         def check(body: bytes, content_type: str, method: str) -> None:
             r = client.request(
-                method, f"{url}/fuzz/resize", content=body, headers={"content-type": content_type}
+                method, f"{url}{target}", content=body, headers={"content-type": content_type}
             )
             assert r.status_code < 500, (r.status_code, body, content_type, r.text)
             if r.status_code >= 400:
@@ -137,6 +144,16 @@ def _fuzz(base: str) -> list[tuple[int, str]]:
 
 async def test_random_resize_bodies_never_500(apiserver: RoleProcess) -> None:
     seen = await asyncio.to_thread(_fuzz, apiserver.url)
+    assert {code for code, _ in seen} & {400, 415, 422}, "the bodies really hit the validators"
+
+
+async def test_random_node_and_namespace_writes_never_500(apiserver: RoleProcess) -> None:
+    base = f"{apiserver.url}/api/v1"
+    node = {"metadata": {"name": "fuzz"}, "status": {"allocatable": {"cpu": "4"}}}
+    seen = await asyncio.to_thread(_fuzz_writes, f"{base}/nodes", node, "/fuzz", 150)
+    seen += await asyncio.to_thread(
+        _fuzz_writes, f"{base}/namespaces", {"metadata": {"name": "fuzz"}}, "/fuzz", 150
+    )
     assert {code for code, _ in seen} & {400, 415, 422}, "the bodies really hit the validators"
 
 

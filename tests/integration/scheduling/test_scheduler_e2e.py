@@ -22,7 +22,7 @@ from schemas.envelope import Envelope
 from schemas.events import PODS
 from schemas.k8s import NodeCondition
 from schemas.quantity import Quantity
-from tests.integration.conftest import RoleProcess, call, metric, until, wait_caught_up
+from tests.integration.conftest import RoleProcess, call, kubectl, metric, until, wait_caught_up
 
 NS = "default"
 
@@ -448,6 +448,38 @@ async def test_a_selector_no_node_matches_is_explained(
     assert condition(pod, "PodScheduled").message == (
         "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
     )
+
+
+async def test_pending_pods_follow_kubectl_label_cordon_and_taint(
+    apiserver: RoleProcess, scheduler: RoleProcess
+) -> None:
+    """A node changed by kubectl retries the pods waiting for it (kube-scheduler's
+    UpdateNodeLabel / UpdateNodeTaint hints): labelled, a selecting pod is placed; cordoned
+    and tainted, a new pod waits; untainted, it is placed."""
+    v1 = core(apiserver)
+    await call(v1.create_node, labelled_node("n0", disk="hdd"))
+    await call(v1.create_namespaced_pod, NS, placed_pod("db", nodeSelector={"disk": "ssd"}))
+    await until(pod_probe(v1, "db"), unschedulable, "db unschedulable")
+    await kubectl(apiserver, "label", "node", "n0", "disk=ssd", "--overwrite")
+    pod = await until(pod_probe(v1, "db"), bound, "db bound after the label")
+    assert pod.spec.node_name == "n0"
+    await kubectl(apiserver, "cordon", "n0")
+    await call(v1.create_namespaced_pod, NS, placed_pod("web"))
+    pod = await until(pod_probe(v1, "web"), unschedulable, "web unschedulable")
+    assert condition(pod, "PodScheduled").message == (
+        "0/1 nodes are available: 1 node(s) were unschedulable."
+    )
+    await kubectl(apiserver, "taint", "node", "n0", "dedicated=db:NoSchedule")
+    await kubectl(apiserver, "uncordon", "n0")  # the taint keeps web out
+    await call(v1.create_namespaced_pod, NS, placed_pod("tolerant", tolerations=[
+        {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}
+    ]))  # fmt: skip
+    pod = await until(pod_probe(v1, "tolerant"), bound, "tolerant bound on the tainted node")
+    assert pod.spec.node_name == "n0"
+    assert not bound(await call(v1.read_namespaced_pod, "web", NS))
+    await kubectl(apiserver, "taint", "node", "n0", "dedicated-")
+    pod = await until(pod_probe(v1, "web"), bound, "web bound once untainted")
+    assert pod.spec.node_name == "n0"
 
 
 async def test_restarted_from_the_projection_it_counts_every_bound_pod(

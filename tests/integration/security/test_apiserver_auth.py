@@ -132,6 +132,33 @@ async def test_kubelet_may_write_only_its_own_pods_and_node_and_workload_no_node
         other_node = factories.node("node-b").to_k8s()
         r = await kubelet.post("/api/v1/nodes", json=other_node)
         assert r.status_code == 403, r.text
+        own = factories.node("node-a").to_k8s()
+        own["metadata"]["labels"] = {"node-restriction.kubernetes.io/pool": "db"}
+        async with as_user(secure_apiserver, credentials, "admin") as admin:
+            assert (await admin.post("/api/v1/nodes", json=own)).status_code == 201
+        merge = {"Content-Type": "application/merge-patch+json"}
+        r = await kubelet.patch(
+            "/api/v1/nodes/node-a", json={"metadata": {"labels": {"zone": "a"}}}, headers=merge
+        )
+        assert r.status_code == 200, r.text
+        assert r.json()["metadata"]["labels"]["zone"] == "a"
+        for patch, refusal in (
+            (
+                {"metadata": {"labels": {"node-restriction.kubernetes.io/pool": "web"}}},
+                "is not allowed to modify labels: node-restriction.kubernetes.io/pool",
+            ),
+            (
+                {"spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]}},
+                'node "node-a" is not allowed to modify taints',
+            ),
+        ):
+            r = await kubelet.patch("/api/v1/nodes/node-a", json=patch, headers=merge)
+            assert r.status_code == 403, r.text
+            assert r.json()["message"] == f'nodes "node-a" is forbidden: {refusal}'
+        r = await kubelet.patch(
+            "/api/v1/nodes/node-b", json={"metadata": {"labels": {"a": "b"}}}, headers=merge
+        )
+        assert r.status_code == 403 and "is not allowed to modify node" in r.json()["message"]
     async with as_user(secure_apiserver, credentials, "workload") as workload:
         r = await workload.post("/api/v1/nodes", json=factories.node("n9").to_k8s())
         assert r.status_code == 403

@@ -11,11 +11,13 @@ from inplace.core.security import pki
 from inplace.core.security.authn import Authenticator, Unauthorized
 from inplace.core.security.credentials import Token
 from schemas.envelope import UserInfo
+from schemas.k8s import Taint
 from services.apiserver.auth.authorizer import Authorizer, forbidden_message
-from services.apiserver.auth.nodeauthorizer import node_create_refusal
+from services.apiserver.auth.nodeauthorizer import node_create_refusal, node_update_refusal
 from services.apiserver.auth.rbac import Policy, PolicyError
 from services.apiserver.auth.requestinfo import request_info
 from services.apiserver.protobuf import self_subject_access_review
+from tests import factories
 
 ADMIN = UserInfo(username="inplace-admin", groups=("system:masters", "system:authenticated"))
 WORKLOAD = UserInfo(
@@ -132,6 +134,26 @@ def test_a_kubelet_creates_only_its_own_node() -> None:
     )
     assert node_create_refusal(ADMIN, "nodes", "node-b") is None
     assert node_create_refusal(NODE_A, "pods", "x") is None
+
+
+def test_a_kubelet_keeps_restricted_labels_and_taints_of_its_node() -> None:
+    old = factories.node("node-a")
+    old.metadata.labels = {"node-restriction.kubernetes.io/pool": "db"}
+    relabelled = old.model_copy(deep=True)
+    relabelled.metadata.labels = {"kubernetes.io/arch": "amd64"}
+    assert node_update_refusal(NODE_A, old, relabelled) == (
+        "is not allowed to modify labels: node-restriction.kubernetes.io/pool"
+    )
+    assert node_update_refusal(ADMIN, old, relabelled) is None
+    tainted = old.model_copy(deep=True)
+    tainted.spec.taints = [Taint(key="k", effect="NoSchedule")]
+    assert node_update_refusal(NODE_A, old, tainted) == (
+        'node "node-a" is not allowed to modify taints'
+    )
+    cordoned = old.model_copy(deep=True)
+    cordoned.spec.unschedulable = True
+    cordoned.metadata.labels = {**(old.metadata.labels or {}), "x.node.kubernetes.io/y": "1"}
+    assert node_update_refusal(NODE_A, old, cordoned) is None
 
 
 def test_role_bindings_grant_inside_their_namespace_only() -> None:

@@ -883,6 +883,32 @@ def test_node_shrink_is_no_change() -> None:
     assert cache.upsert_node(mknode("n", cpu="2")) is None
 
 
+def test_a_label_or_taint_change_retries_the_pending_pod() -> None:
+    # kubectl label / taint: kube-scheduler's UpdateNodeLabel and UpdateNodeTaint hints.
+    wants_ssd = simple("db", "1")
+    wants_ssd.spec.node_selector = {"disk": "ssd"}
+    cache = pending_cache(mknode("n"), placed=(), pending=(wants_ssd,))
+    labelled = mknode("n")
+    labelled.metadata.labels = {"disk": "ssd"}
+    change = cache.upsert_node(labelled)
+    assert change == CapacityFreed("n", "NodeLabelOrTaintChanged")
+    assert pending_to_retry(cache, change) == ["ns/db"]
+    placed = schedule(cache, wants_ssd)
+    assert isinstance(placed, Bound) and placed.node_name == "n"
+    # A new taint: blocked for pods without tolerations, maybe not for a pending one with.
+    tainted = mknode("n", taints=[{"key": "k", "effect": "NoExecute"}])
+    tainted.metadata.labels = {"disk": "ssd"}
+    assert cache.upsert_node(tainted) == CapacityFreed("n", "NodeLabelOrTaintChanged")
+    assert cache.upsert_node(tainted) is None  # the same node again
+
+
+def test_a_cordon_is_no_change_and_its_end_frees_the_node() -> None:
+    cache = cache_with(mknode("n"))
+    assert cache.upsert_node(mknode("n", unschedulable=True)) is None
+    uncordoned = mknode("n")
+    assert cache.upsert_node(uncordoned) == CapacityFreed("n", "NodeCapacityChanged")
+
+
 def test_same_node_again_is_no_change() -> None:
     cache = cache_with(mknode("n"))
     assert cache.upsert_node(mknode("n")) is None
