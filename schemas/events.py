@@ -440,16 +440,29 @@ class LimitRangeDeleted(PolicyEvent):
 # --- k8s-events -------------------------------------------------------------------------------
 
 
-class KubeEventRecorded(EventPayload):
-    """A Kubernetes Event object (Resizing, ResizeDeferred, FailedNodeResize, …)."""
+class KubeEventPayload(EventPayload):
+    """An event carrying a Kubernetes Event object, ordered with the others of its object."""
 
     TOPIC: ClassVar[str] = K8S_EVENTS
-    TYPE: ClassVar[str] = "KubeEventRecorded"
     event: Event
 
     def partition_key(self) -> str:
         ns = self.event.metadata.namespace or "default"
         return f"{ns}/{self.event.involved_object.name}"
+
+
+class KubeEventRecorded(KubeEventPayload):
+    """A Kubernetes Event object (Resizing, ResizeDeferred, FailedNodeResize, …); one recorded
+    again under the same name aggregates (count + 1), as the kubelet's correlator does."""
+
+    TYPE: ClassVar[str] = "KubeEventRecorded"
+
+
+class KubeEventUpdated(KubeEventPayload):
+    """An Event written through the API (PUT/PATCH): client-go's recorder patches count,
+    lastTimestamp and message of a repeated Event. Taken as written."""
+
+    TYPE: ClassVar[str] = "KubeEventUpdated"
 
 
 # --- workloads --------------------------------------------------------------------------------

@@ -84,7 +84,7 @@ RESOURCES: list[dict[str, Any]] = [
         "singularName": "event",
         "namespaced": True,
         "kind": "Event",
-        "verbs": ["create", "get", "list", "watch"],
+        "verbs": ["create", "get", "list", "patch", "update", "watch"],
         "shortNames": ["ev"],
     },
 ]

@@ -55,6 +55,8 @@ class Kind:
     created: Callable[[str, Any], EventPayload]
     updated: Callable[[str, Any], EventPayload] | None = None
     deleted: Callable[[str, str], EventPayload] | None = None
+    # Fields an update keeps from the stored object besides identity and status.
+    kept: tuple[str, ...] = ()
 
 
 KINDS: dict[str, Kind] = {
@@ -115,6 +117,8 @@ KINDS: dict[str, Kind] = {
         Event,
         True,
         created=lambda ns, o: ev.KubeEventRecorded(event=o),
+        updated=lambda ns, o: ev.KubeEventUpdated(event=o),
+        kept=("involved_object",),  # it orders the Event's partition
     ),
 }
 
@@ -239,7 +243,7 @@ class ObjectHandlers:
             if rv and rv != current["metadata"].get("resourceVersion"):
                 raise errors.stale(kind.kind, name)
             old = kind.model.model_validate(current)
-            _keep_system_fields(old, obj)
+            _keep_system_fields(old, obj, kind.kept)
             if isinstance(obj, Node):
                 refusal = node_update_refusal(current_user(), old, obj)
                 if refusal:
@@ -261,13 +265,14 @@ class ObjectHandlers:
         return ok(final)
 
 
-def _keep_system_fields(old: Any, new: Any) -> None:
+def _keep_system_fields(old: Any, new: Any, kept: tuple[str, ...]) -> None:
     """What an update does not change: identity, creation, and the status (written by its
     own events: hotplug, the kubelet, quota), as kube-apiserver's update strategies reset."""
     for field in ("namespace", "uid", "creation_timestamp", "resource_version"):
         setattr(new.metadata, field, getattr(old.metadata, field))
-    if "status" in type(new).model_fields:
-        new.status = old.status
+    for field in (*kept, "status"):
+        if field in type(new).model_fields:
+            setattr(new, field, getattr(old, field))
 
 
 def _validate_name(kind: Kind, name: str) -> None:

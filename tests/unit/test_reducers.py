@@ -457,6 +457,17 @@ def test_events_with_one_name_aggregate_their_count() -> None:
     assert stored.last_timestamp == T0 + timedelta(seconds=2)
 
 
+def test_an_event_written_through_the_api_is_taken_as_written() -> None:
+    event = factories.kube_event(NS, NAME)
+    repeated = event.model_copy(deep=True)
+    repeated.count, repeated.message = 5, "again"
+    state = _fold(ev.KubeEventRecorded(event=event), ev.KubeEventUpdated(event=repeated))
+    stored = state.events[(NS, f"{NAME}.resizing")]
+    assert (stored.count, stored.message) == (5, "again")  # not aggregated to 2
+    assert stored.metadata.creation_timestamp == T0
+    assert stored.last_timestamp == T0 + timedelta(seconds=1)
+
+
 @pytest.mark.parametrize("pos", [Position("pods", 5, 123456), Position("pods", 0, 0)])
 def test_resource_version_round_trips_to_a_position(pos: Position) -> None:
     assert position_of(resource_version(pos), "pods") == pos

@@ -382,7 +382,7 @@ def locate(payload: ev.EventPayload) -> tuple[Collection, Any]:
         return "pods", (payload.namespace, payload.name)
     if isinstance(payload, ev.NodeEvent):
         return "nodes", payload.name
-    if isinstance(payload, ev.KubeEventRecorded):
+    if isinstance(payload, ev.KubeEventPayload):
         meta = payload.event.metadata
         return "events", (meta.namespace or "default", meta.name or "")
     if isinstance(payload, ev.CloneSetEvent):
@@ -489,13 +489,16 @@ def reduce_event(
     """Events with the same name aggregate: count grows, lastTimestamp moves (like kubelet's
     event correlator)."""
     payload = env.payload
-    if not isinstance(payload, ev.KubeEventRecorded):
+    if not isinstance(payload, ev.KubeEventPayload):
         raise TypeError(f"not an Event: {type(payload).__name__}")
     new = _take(payload.event, adopt)
     new.first_timestamp = new.first_timestamp or env.time
     new.last_timestamp = new.last_timestamp or env.time
     new.count = new.count or 1
-    if existing is not None:
+    if isinstance(payload, ev.KubeEventUpdated):
+        if existing is not None:  # written through the API: as the writer sent it
+            new.metadata.creation_timestamp = existing.metadata.creation_timestamp
+    elif existing is not None:
         new.count = (existing.count or 1) + 1
         new.first_timestamp = existing.first_timestamp
         new.metadata.creation_timestamp = existing.metadata.creation_timestamp

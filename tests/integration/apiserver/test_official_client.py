@@ -222,6 +222,47 @@ async def test_nodes_quotas_limitranges_namespaces(apiserver: RoleProcess) -> No
     assert dup.value.status == 409 and status_of(dup.value)["reason"] == "AlreadyExists"
 
 
+async def test_a_controllers_event_recorder_creates_then_patches_repeats(
+    apiserver: RoleProcess,
+) -> None:
+    """client-go's recorder (what a Go VPA records with) POSTs an Event, then sends each
+    repeat as a strategic merge patch of count, lastTimestamp and message."""
+    v1 = core(apiserver)
+    await call(v1.create_namespaced_pod, "default", pod_body("web"))
+    event = {
+        "metadata": {"name": "web.1870a", "namespace": "default"},
+        "involvedObject": {"kind": "Pod", "name": "web", "namespace": "default"},
+        "reason": "InPlaceResizedByVPA",
+        "message": "cpu 100m -> 200m",
+        "type": "Normal",
+        "count": 1,
+        "source": {"component": "vpa-updater"},
+    }
+    await call(v1.create_namespaced_event, "default", event)
+    repeat = {"count": 2, "lastTimestamp": "2026-11-27T10:00:00Z", "message": "cpu 200m -> 300m"}
+    patched = await call(
+        v1.patch_namespaced_event,
+        "web.1870a",
+        "default",
+        repeat,
+        _content_type="application/strategic-merge-patch+json",  # what client-go sends
+    )
+    assert (patched.count, patched.message) == (2, "cpu 200m -> 300m")
+    listed = await call(
+        v1.list_namespaced_event, "default", field_selector="involvedObject.name=web"
+    )
+    got = [e for e in listed.items if e.metadata.name == "web.1870a"]
+    assert [(e.count, e.reason, e.source.component) for e in got] == [
+        (2, "InPlaceResizedByVPA", "vpa-updater")
+    ]
+    # The Python client labels a node with a merge patch; status stays as registered.
+    await call(
+        v1.create_node, {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4"}}}
+    )
+    node = await call(v1.patch_node, "n1", {"metadata": {"labels": {"pool": "db"}}})
+    assert node.metadata.labels == {"pool": "db"} and node.status.allocatable["cpu"] == "4"
+
+
 async def test_delete_pod(apiserver: RoleProcess) -> None:
     v1 = core(apiserver)
     await call(v1.create_namespaced_pod, "default", pod_body("gone"))
