@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from inplace.core.readmodel import APPLIED_HEADER
 from schemas.admission import AdmissionRequest, AdmissionReview, GroupVersionKind, RefusalFacts
 from schemas.k8s import Pod, Status
-from services.apiserver import errors
+from services.apiserver import dryrun, errors
 
 log = logging.getLogger(__name__)
 WEBHOOK = "quota.inplace.io"
@@ -84,6 +84,7 @@ class AdmissionClient:
                 operation=operation,
                 object=obj,
                 old_object=old.to_k8s() if old else None,
+                dry_run=dryrun.active(),
             )
         )
         try:

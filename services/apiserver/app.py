@@ -13,7 +13,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from services.apiserver import discovery, errors
-from services.apiserver.http import RefuseDryRun, WarningHeaders
+from services.apiserver.dryrun import DryRun
+from services.apiserver.http import WarningHeaders
 from services.apiserver.objects import KINDS, ObjectHandlers
 from services.apiserver.openapi import OpenAPIDocuments
 from services.apiserver.pods import PodHandlers
@@ -136,7 +137,7 @@ def build_app(
     routes += extra_routes or []
     return Starlette(
         routes=routes,
-        middleware=[Middleware(RefuseDryRun), Middleware(WarningHeaders)],
+        middleware=[Middleware(DryRun), Middleware(WarningHeaders)],
         exception_handlers={
             errors.ApiError: _api_error,
             HTTPException: _http_error,

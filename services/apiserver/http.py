@@ -7,7 +7,6 @@ import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -152,30 +151,6 @@ class WarningHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_warnings)
-
-
-class RefuseDryRun:
-    """ASGI middleware: a write asking for `dryRun` gets a 400 before any handler runs. This
-    server cannot evaluate a write without committing it to the log, so it says so rather
-    than write what the client meant to try (kubectl `--dry-run=server`)."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if (
-            scope["type"] == "http"
-            and scope["method"] not in ("GET", "HEAD")
-            and b"dryRun" in scope.get("query_string", b"")
-            and any(k == "dryRun" for k, _ in parse_qsl(scope["query_string"].decode("latin-1")))
-        ):
-            status = errors.bad_request(
-                "dryRun is not supported by this server: nothing was written"
-            ).status
-            response = JSONResponse(status.to_k8s(), status_code=400)
-            await response(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
 
 
 def _warning_value(text: str) -> bytes:

@@ -17,7 +17,7 @@ from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.envelope import EventPayload
 from schemas.k8s import Event, LimitRange, Node, ObjectMeta, ResourceQuota
-from services.apiserver import errors
+from services.apiserver import dryrun, errors
 from services.apiserver.auth.identity import current_user
 from services.apiserver.auth.nodeauthorizer import node_create_refusal, node_update_refusal
 from services.apiserver.fielderrors import FieldError, invalid, invalid_status
@@ -136,7 +136,8 @@ class ObjectHandlers:
         return (namespace, name) if kind.namespaced else name
 
     def _get(self, kind: Kind, namespace: str | None, name: str) -> dict[str, Any]:
-        obj = self.model.get(kind.collection, self._key(kind, namespace, name))
+        key = self._key(kind, namespace, name)
+        obj = dryrun.result(kind.collection, key, self.model.get(kind.collection, key))
         if obj is None:
             raise errors.not_found(kind.kind, name)
         return obj if isinstance(obj, dict) else obj.to_k8s()

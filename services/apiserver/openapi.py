@@ -231,9 +231,14 @@ def _param(
     return param
 
 
+def _dry_run_param(*, v2: bool) -> dict[str, Any]:
+    text = "When present, the write is checked and answered but not persisted: All."
+    return _param("dryRun", "query", text, v2=v2)
+
+
 def _write_params(*, v2: bool) -> list[dict[str, Any]]:
-    # No dryRun: this server refuses it (http.RefuseDryRun) rather than advertise it.
     return [
+        _dry_run_param(v2=v2),
         _param("fieldManager", "query", "A name for the actor making these changes.", v2=v2),
         _param(
             "fieldValidation",
@@ -274,6 +279,8 @@ def _operation(
     params: list[dict[str, Any]] = []
     if action in ("post", "put", "patch"):
         params += _write_params(v2=v2)
+    if action == "delete":
+        params.append(_dry_run_param(v2=v2))
     if action == "patch":
         params.append(_param("force", "query", "Force an apply to take conflicting fields.", v2=v2))
     if action == "list":

@@ -13,7 +13,7 @@ from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.k8s import Pod
 from schemas.resources import is_sidecar, qos_class
-from services.apiserver import errors
+from services.apiserver import dryrun, errors
 from services.apiserver.admission import AdmissionClient, AdmissionDenied
 from services.apiserver.defaulting import default_pod_json
 from services.apiserver.fielderrors import invalid_status
@@ -66,7 +66,11 @@ class PodHandlers:
             raise errors.not_found("Namespace", namespace)
 
     def _current(self, namespace: str, name: str, code: int = 200) -> Response:
-        """The pod as stored: its JSON, served without decoding it."""
+        """The pod as stored: its JSON, served without decoding it (in a dry run, the pod the
+        write would have made)."""
+        would_be = dryrun.result("pods", (namespace, name), None)
+        if would_be is not None:
+            return ok(would_be.to_k8s(), code)
         raw = self.model.pods.json((namespace, name))
         if raw is None:
             raise errors.not_found(KIND, name)

@@ -17,7 +17,7 @@ from starlette.routing import Route
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.workload import API_VERSION, KIND, CloneSet, CloneSetStatus
-from services.apiserver import discovery, errors
+from services.apiserver import discovery, dryrun, errors
 from services.apiserver.fielderrors import FieldError, invalid, invalid_status
 from services.apiserver.http import (
     apply_config,
@@ -61,7 +61,8 @@ class CloneSetHandlers:
         self.writer = writer
 
     def _get(self, namespace: str, name: str) -> CloneSet:
-        obj = self.model.get(COLLECTION, (namespace, name))
+        key = (namespace, name)
+        obj = dryrun.result(COLLECTION, key, self.model.get(COLLECTION, key))
         if obj is None:
             raise errors.not_found(KIND, name)
         assert isinstance(obj, CloneSet)

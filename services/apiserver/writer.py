@@ -8,8 +8,9 @@ from collections.abc import Hashable
 
 from inplace.core.bus.producer import Position
 from inplace.core.logwriter import LogWriter
+from inplace.core.projection.reducers import locate
 from schemas.envelope import EventPayload
-from services.apiserver import errors
+from services.apiserver import dryrun, errors
 from services.apiserver.auth.identity import current_user
 
 
@@ -22,7 +23,15 @@ class Writer:
     def lock(self, key: Hashable) -> asyncio.Lock:
         return self._locks[key]
 
-    async def commit(self, payload: EventPayload, correlation_id: str | None = None) -> Position:
+    async def commit(
+        self, payload: EventPayload, correlation_id: str | None = None
+    ) -> Position | None:
+        """The event on the log, applied by this replica's read model; in a dry run nothing is
+        written (None) and the handlers read what it would have made (`dryrun.result`)."""
+        if dryrun.active():
+            collection, key = locate(payload)
+            dryrun.fold(payload, self.log.model.get(collection, key), current_user())
+            return None
         try:
             return await self.log.write(payload, correlation_id=correlation_id, user=current_user())
         except TimeoutError:

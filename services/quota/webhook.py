@@ -158,7 +158,8 @@ class QuotaWebhook:
                 status=decision.to_status(),
                 refusal=decision.facts(),
             )
-        self._reserved[namespace][name] = Reservation(decision.pod, time.monotonic() + self.ttl)
+        if not req.dry_run:  # a dry run's write never comes to release it
+            self._reserved[namespace][name] = Reservation(decision.pod, time.monotonic() + self.ttl)
         if decision.pod is pod:  # a resize is admitted unchanged: nothing to patch
             return AdmissionResponse(uid=req.uid, allowed=True)
         ops = jsonpatch.make_patch(pod.to_k8s(), decision.pod.to_k8s()).patch

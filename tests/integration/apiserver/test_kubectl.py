@@ -13,7 +13,7 @@ import httpx
 import yaml
 
 from inplace.core.settings import Settings
-from schemas.events import NODES, POLICY
+from schemas.events import NODES, PODS, POLICY
 from tests.integration.conftest import RoleProcess, kubectl, read_log
 from tests.integration.workload.conftest import clone_set
 
@@ -96,14 +96,50 @@ async def test_apply_a_cloneset(apiserver: RoleProcess) -> None:
     assert got["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:replicas"] == {}
 
 
-async def test_server_dry_run_is_refused_not_written(apiserver: RoleProcess) -> None:
-    done = await kubectl(
-        apiserver, "create", "--dry-run=server", "-f", str(MANIFESTS / "01-nginx-docs.yaml"),
-        check=False,
-    )  # fmt: skip
-    assert done.returncode != 0 and "dryRun" in done.stderr
+async def test_server_dry_run_answers_without_writing(
+    apiserver: RoleProcess, settings: Settings
+) -> None:
+    """kubectl create / apply --dry-run=server and kubectl diff: checked and answered with
+    the object the write would make, nothing on the log."""
+    manifest = str(MANIFESTS / "01-nginx-docs.yaml")
+    done = await kubectl(apiserver, "create", "--dry-run=server", "-f", manifest, "-o", "json")
+    would_be = json.loads(done.stdout)
+    assert would_be["metadata"]["uid"] and not would_be["metadata"].get("resourceVersion")
+    assert would_be["spec"]["containers"][0]["terminationMessagePath"] == "/dev/termination-log"
     missing = await kubectl(apiserver, "get", "pod", "nginx", check=False)
     assert missing.returncode != 0 and "NotFound" in missing.stderr
+    await kubectl(apiserver, "apply", "-f", manifest)
+    before = [e.type for e in await read_log(settings, PODS)]
+    pod = yaml.safe_load((MANIFESTS / "01-nginx-docs.yaml").read_text())
+    pod["metadata"]["labels"] = {"tier": "web"}
+    changed = yaml.safe_dump(pod)
+    diff = await kubectl(apiserver, "diff", "-f", "-", stdin=changed, check=False)
+    assert diff.returncode == 1, diff.stderr  # 1: there are differences
+    assert "+    tier: web" in diff.stdout
+    done = await kubectl(apiserver, "apply", "--dry-run=server", "-f", "-", stdin=changed)
+    assert done.stdout.strip() == "pod/nginx configured (server dry run)"
+    resized = await kubectl(
+        apiserver, "patch", "pod", "nginx", "--subresource", "resize", "--dry-run=server",
+        "-o", "json", "-p",
+        '{"spec":{"containers":[{"name":"nginx","resources":{"requests":{"cpu":"150m"}}}]}}',
+    )  # fmt: skip
+    assert json.loads(resized.stdout)["spec"]["containers"][0]["resources"]["requests"] == {
+        "cpu": "150m",
+        "memory": "64Mi",
+    }
+    deleted = await kubectl(apiserver, "delete", "pod", "nginx", "--dry-run=server")
+    assert deleted.stdout.strip() == 'pod "nginx" deleted (server dry run)'
+    assert [e.type for e in await read_log(settings, PODS)] == before  # nothing written
+    stored = json.loads((await kubectl(apiserver, "get", "pod", "nginx", "-o", "json")).stdout)
+    assert "labels" not in stored["metadata"]
+    assert stored["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "100m"
+    team = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-x"}}
+    done = await kubectl(apiserver, "apply", "--dry-run=server", "-f", "-", stdin=json.dumps(team))
+    assert done.stdout.strip() == "namespace/team-x created (server dry run)"
+    assert (await kubectl(apiserver, "get", "ns", "team-x", check=False)).returncode != 0
+    async with apiserver.client() as client:
+        r = await client.delete(f"{apiserver.url}/api/v1/namespaces/default/pods/nginx?dryRun=Al")
+    assert r.status_code == 400 and r.json()["message"].startswith("Invalid dry run value")
 
 
 def _rows(text: str) -> list[list[str]]:

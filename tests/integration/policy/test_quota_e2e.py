@@ -109,10 +109,8 @@ def same(actual: dict[str, str], expected: dict[str, str]) -> bool:
 # --- admission -----------------------------------------------------------------------------------
 
 
-async def test_resize_beyond_quota_is_403_and_within_quota_passes(
-    admitting_apiserver: RoleProcess, quota: RoleProcess, settings: Settings
-) -> None:
-    v1 = core(admitting_apiserver)
+async def two_pods_under_a_1_cpu_quota(v1: client.CoreV1Api) -> None:
+    """web-0 and web-1 at 300m each in NS, under a quota of 1 CPU (requests and limits)."""
     await namespace(v1)
     await call(
         v1.create_namespaced_resource_quota,
@@ -121,6 +119,13 @@ async def test_resize_beyond_quota_is_403_and_within_quota_passes(
     )
     for name in ("web-0", "web-1"):
         await call(v1.create_namespaced_pod, NS, pod_body(name, "300m"))
+
+
+async def test_resize_beyond_quota_is_403_and_within_quota_passes(
+    admitting_apiserver: RoleProcess, quota: RoleProcess, settings: Settings
+) -> None:
+    v1 = core(admitting_apiserver)
+    await two_pods_under_a_1_cpu_quota(v1)
 
     with pytest.raises(ApiException) as denied:
         await call(v1.patch_namespaced_pod_resize, "web-0", NS, resize("800m"))
@@ -181,6 +186,26 @@ async def test_resize_beyond_quota_is_403_and_within_quota_passes(
     while (skipped := await metric(quota, sample)) < 2:
         assert asyncio.get_running_loop().time() < deadline, f"skipped {skipped}"
         await asyncio.sleep(0.1)
+
+
+async def test_a_dry_run_resize_is_judged_by_quota_and_holds_no_reservation(
+    admitting_apiserver: RoleProcess, settings: Settings
+) -> None:
+    """dryRun=All: the webhook decides (told it is a dry run), nothing is recorded, and an
+    admitted dry run reserves nothing, so the real resize after it still fits."""
+    v1 = core(admitting_apiserver)
+    await two_pods_under_a_1_cpu_quota(v1)
+    with pytest.raises(ApiException) as denied:
+        await call(v1.patch_namespaced_pod_resize, "web-0", NS, resize("800m"), dry_run="All")
+    assert denied.value.status == 403
+    assert "exceeded quota: compute" in status_of(denied.value)["message"]
+    tried = await call(v1.patch_namespaced_pod_resize, "web-0", NS, resize("700m"), dry_run="All")
+    assert tried.spec.containers[0].resources.requests["cpu"] == "700m"
+    # web-0's dry run fits only alone (700m + 300m): were it reserved, web-1 could not grow.
+    grown = await call(v1.patch_namespaced_pod_resize, "web-1", NS, resize("700m"))
+    assert grown.spec.containers[0].resources.requests["cpu"] == "700m"
+    types = [e.type for e in await read_log(settings, ev.PODS) if e.payload.name == "web-0"]
+    assert types == ["PodCreated"]  # neither the refusal nor the dry run reached the log
 
 
 async def test_limit_range_defaults_on_create_and_max_blocks_a_resize(
