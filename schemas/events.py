@@ -385,6 +385,8 @@ class NamespaceCreated(PolicyEvent):
     TYPE: ClassVar[str] = "NamespaceCreated"
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
+    # Server-side apply's record of who owns which field (metadata.managedFields).
+    managed_fields: list[dict[str, Any]] | None = None
 
 
 class NamespaceUpdated(PolicyEvent):
@@ -393,6 +395,7 @@ class NamespaceUpdated(PolicyEvent):
     TYPE: ClassVar[str] = "NamespaceUpdated"
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
+    managed_fields: list[dict[str, Any]] | None = None
 
 
 class NamespaceDeleted(PolicyEvent):

@@ -17,11 +17,13 @@ from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.envelope import EventPayload
 from schemas.k8s import Event, LimitRange, Node, ObjectMeta, ResourceQuota
+from schemas.kubeschema import gvk_definition
 from services.apiserver import dryrun, errors
 from services.apiserver.auth.identity import current_user
 from services.apiserver.auth.nodeauthorizer import node_create_refusal, node_update_refusal
 from services.apiserver.fielderrors import FieldError, invalid, invalid_status
 from services.apiserver.http import (
+    apply_config,
     check_kind,
     decode_checked,
     is_apply,
@@ -32,6 +34,7 @@ from services.apiserver.http import (
     parse_json,
     read_body,
     requested,
+    server_side_apply_request,
 )
 from services.apiserver.writer import Writer
 
@@ -82,11 +85,13 @@ KINDS: dict[str, Kind] = {
             namespace=o.metadata.name,
             labels=o.metadata.labels or {},
             annotations=o.metadata.annotations or {},
+            managed_fields=o.metadata.managed_fields,
         ),
         updated=lambda ns, o: ev.NamespaceUpdated(
             namespace=o.metadata.name,
             labels=o.metadata.labels or {},
             annotations=o.metadata.annotations or {},
+            managed_fields=o.metadata.managed_fields,
         ),
         deleted=lambda ns, name: ev.NamespaceDeleted(namespace=name),
     ),
@@ -169,7 +174,11 @@ class ObjectHandlers:
     async def create(self, request: Request) -> Response:
         kind = self._kind(request)
         namespace = request.path_params.get("namespace")
-        data = parse_json(await read_body(request))
+        return await self._create(request, kind, namespace, parse_json(await read_body(request)))
+
+    async def _create(
+        self, request: Request, kind: Kind, namespace: str | None, data: Any
+    ) -> Response:
         check_kind(data, kind.kind)
         obj = decode_checked(request, kind.model, data, kind.kind)
         meta: ObjectMeta = obj.metadata  # type: ignore[attr-defined]
@@ -206,16 +215,25 @@ class ObjectHandlers:
         kind = self._kind(request)
         if kind.updated is None:
             raise errors.method_not_allowed()
-        if is_apply(request):
-            raise errors.unsupported_media_type(
-                f"server-side apply is not served for {kind.collection}: use "
-                "kubectl apply without --server-side (a strategic merge patch)"
-            )
         namespace, name = request.path_params.get("namespace"), request.path_params["name"]
         body = await read_body(request)
-        async with self.writer.lock((kind.collection, self._key(kind, namespace, name))):
+        key = self._key(kind, namespace, name)
+        definition = gvk_definition("", "v1", kind.kind) or ""
+        if is_apply(request) and self.model.get(kind.collection, key) is None:
+            # Server-side apply of a new object creates it, owned by its field manager.
+            config = apply_config(body, kind.kind)
+            merged = server_side_apply_request(request, {}, config, definition=definition).merged
+            merged["metadata"] = {**(config.get("metadata") or {}), **merged["metadata"]}
+            return await self._create(request, kind, namespace, {**config, **merged})
+        async with self.writer.lock((kind.collection, key)):
             current = self._get(kind, namespace, name)
-            data = requested(request, body, current, kind.kind)
+            if is_apply(request):
+                config = apply_config(body, kind.kind)
+                data: Any = server_side_apply_request(
+                    request, current, config, definition=definition
+                ).merged
+            else:
+                data = requested(request, body, current, kind.kind)
             check_kind(data, kind.kind)
             # The status is not the main resource's to write (reset below, as kube-apiserver's
             # update strategies do): not checked either, so a stored field newer than the

@@ -411,6 +411,8 @@ def reduce_namespace(
     metadata: dict[str, Any] = {"name": payload.namespace, "labels": dict(payload.labels)}
     if payload.annotations:
         metadata["annotations"] = dict(payload.annotations)
+    if payload.managed_fields:
+        metadata["managedFields"] = list(payload.managed_fields)
     metadata["resourceVersion"] = str(resource_version(position))
     metadata["creationTimestamp"] = created
     return {

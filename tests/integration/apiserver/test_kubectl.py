@@ -247,6 +247,41 @@ async def test_namespaces_nodes_and_quotas_are_applied_again_with_validation_on(
     assert types.count("ResourceQuotaUpdated") == 1  # "unchanged" wrote nothing
 
 
+async def test_server_side_apply_of_namespaces_nodes_and_quotas(apiserver: RoleProcess) -> None:
+    team = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "compute", "namespace": "team-a"},
+        "spec": {"hard": {"pods": "10"}},
+    }
+    applied = ((team, "namespace/team-a"), (node, "node/n1"), (quota, "resourcequota/compute"))
+    ssa = ("apply", "--server-side", "-f", "-")
+    for manifest, name in applied:
+        done = await kubectl(apiserver, *ssa, stdin=json.dumps(manifest))
+        assert done.stdout.strip() == f"{name} serverside-applied"
+    for manifest, _ in applied:
+        manifest["metadata"]["labels"] = {"owner": "platform"}
+        await kubectl(apiserver, *ssa, stdin=json.dumps(manifest))
+    for what in (("namespace", "team-a"), ("node", "n1"), ("quota", "compute", "-n", "team-a")):
+        got = json.loads(
+            (await kubectl(apiserver, "get", *what, "-o", "json", "--show-managed-fields")).stdout
+        )
+        assert got["metadata"]["labels"] == {"owner": "platform"}, what
+        [entry] = got["metadata"]["managedFields"]
+        assert entry["manager"] == "kubectl" and entry["operation"] == "Apply", what
+        assert "f:owner" in entry["fieldsV1"]["f:metadata"]["f:labels"], what
+    # Another manager taking a field kubectl owns: a conflict, unless forced.
+    team["metadata"]["labels"] = {"owner": "someone-else"}
+    other = (*ssa, "--field-manager=other")
+    refused = await kubectl(apiserver, *other, stdin=json.dumps(team), check=False)
+    assert refused.returncode != 0 and "conflict" in refused.stderr.lower()
+    await kubectl(apiserver, *other, "--force-conflicts", stdin=json.dumps(team))
+    got = json.loads((await kubectl(apiserver, "get", "namespace", "team-a", "-o", "json")).stdout)
+    assert got["metadata"]["labels"] == {"owner": "someone-else"}
+
+
 async def test_label_cordon_and_taint_a_node(apiserver: RoleProcess) -> None:
     node = {
         "apiVersion": "v1",
