@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import platform
+from datetime import UTC, datetime
+from pathlib import Path
+
+from schemas.base import format_time
 from schemas.k8s import Node, ResourceList
+from schemas.kubeschema import KUBERNETES_VERSION
 from schemas.quantity import Quantity
 from schemas.resources import subtract
 from services.kubelet.config import KubeletConfig
@@ -12,9 +18,17 @@ def node_names(config: KubeletConfig) -> list[str]:
     return [f"{config.node_prefix}-{i}" for i in range(config.nodes)]
 
 
-def node_object(config: KubeletConfig, name: str) -> Node:
+# Go's GOARCH names for what `uname -m` says (kubernetes.io/arch, nodeInfo.architecture).
+_GOARCH = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le"}
+
+
+def node_object(config: KubeletConfig, name: str, now: datetime | None = None) -> Node:
     """A Ready node with capacity, and allocatable = capacity - reserved (the kubelet's
-    --system-reserved/--kube-reserved)."""
+    --system-reserved/--kube-reserved), reporting this machine's OS, kernel and architecture,
+    this kubelet's version and runtime, and when it was last heard from (`kubectl get nodes
+    -o wide`, `kubectl describe node`)."""
+    when = format_time(now or datetime.now(UTC))
+    arch = _GOARCH.get(platform.machine(), platform.machine())
     capacity: ResourceList = {
         "cpu": Quantity.parse(config.node_cpu),
         "memory": Quantity.parse(config.node_memory),
@@ -29,7 +43,12 @@ def node_object(config: KubeletConfig, name: str) -> Node:
         {
             "metadata": {
                 "name": name,
-                "labels": {"kubernetes.io/hostname": name, "type": "inplace-simulated"},
+                "labels": {
+                    "kubernetes.io/hostname": name,
+                    "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": arch,
+                    "type": "inplace-simulated",
+                },
             },
             "status": {
                 "capacity": {k: str(v) for k, v in capacity.items()},
@@ -40,8 +59,29 @@ def node_object(config: KubeletConfig, name: str) -> Node:
                         "status": "True",
                         "reason": "KubeletReady",
                         "message": "kubelet is posting ready status",
+                        "lastHeartbeatTime": when,
+                        "lastTransitionTime": when,
                     }
                 ],
+                "nodeInfo": {
+                    "kernelVersion": platform.release(),
+                    "osImage": _os_image(),
+                    "containerRuntimeVersion": f"inplace-{config.runtime}://{KUBERNETES_VERSION}",
+                    "kubeletVersion": f"v{KUBERNETES_VERSION}-inplace",
+                    "operatingSystem": "linux",
+                    "architecture": arch,
+                },
             },
         }
     )
+
+
+def _os_image() -> str:
+    """PRETTY_NAME of /etc/os-release, as the kubelet reports it."""
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.partition("=")[2].strip().strip('"')
+    except OSError:
+        pass
+    return "Linux"

@@ -137,6 +137,18 @@ def test_up_starts_everything_and_ctrl_c_stops_everything() -> None:
             time.sleep(0.2)
         assert read.returncode == 0, read.stderr
         assert json.loads(read.stdout)["metadata"]["uid"] == pod["metadata"]["uid"]
+        # The kubelet's node as `kubectl get nodes -o wide` shows it: version, OS, runtime.
+        nodes = subprocess.run(
+            ["kubectl", "get", "nodes", "-o", "wide", "--no-headers"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=kubeconfig,
+        )
+        assert nodes.returncode == 0, nodes.stderr
+        cells = nodes.stdout.split()
+        assert cells[:2] == ["node-0", "Ready"] and "v1.35.0-inplace" in cells, nodes.stdout
+        assert cells[-1] == "inplace-fake://1.35.0", nodes.stdout
         # The printed exports name this cluster, and an `inplace` command that reads
         # INPLACE_API_URL and KUBECONFIG (a small `inplace load`) works with them as printed.
         exports = dict(re.findall(r"export (\w+)=(\S+)", text))
