@@ -224,6 +224,13 @@ def server_side_apply_request(
         raise errors.apply_conflict(message, fields) from None
 
 
+def applied_new_object(config: dict[str, Any], merged: dict[str, Any]) -> dict[str, Any]:
+    """The object a server-side apply creates: the configuration as written, with the fields
+    the apply result sets (metadata.managedFields: owned by its field manager)."""
+    metadata = {**(config.get("metadata") or {}), **merged["metadata"]}
+    return {**config, **merged, "metadata": metadata}
+
+
 def check_kind(data: Any, kind: str) -> None:
     if isinstance(data, dict):
         if data.get("kind") not in (None, kind):

@@ -23,6 +23,7 @@ from services.apiserver.auth.identity import current_user
 from services.apiserver.auth.nodeauthorizer import node_create_refusal, node_update_refusal
 from services.apiserver.fielderrors import FieldError, invalid, invalid_status
 from services.apiserver.http import (
+    applied_new_object,
     apply_config,
     check_kind,
     decode_checked,
@@ -223,8 +224,7 @@ class ObjectHandlers:
             # Server-side apply of a new object creates it, owned by its field manager.
             config = apply_config(body, kind.kind)
             merged = server_side_apply_request(request, {}, config, definition=definition).merged
-            merged["metadata"] = {**(config.get("metadata") or {}), **merged["metadata"]}
-            return await self._create(request, kind, namespace, {**config, **merged})
+            return await self._create(request, kind, namespace, applied_new_object(config, merged))
         async with self.writer.lock((kind.collection, key)):
             current = self._get(kind, namespace, name)
             if is_apply(request):

@@ -18,6 +18,7 @@ from services.apiserver.admission import AdmissionClient, AdmissionDenied
 from services.apiserver.defaulting import default_pod_json
 from services.apiserver.fielderrors import invalid_status
 from services.apiserver.http import (
+    applied_new_object,
     apply_config,
     check_kind,
     decode,
@@ -159,9 +160,7 @@ class PodHandlers:
             # Server-side apply of a new object creates it, owned by its field manager.
             config = apply_config(body, KIND)
             result = server_side_apply_request(request, {}, config, definition=POD_DEFINITION)
-            data = {**config, **result.merged}
-            data["metadata"] = {**(config.get("metadata") or {}), **result.merged["metadata"]}
-            return await self._create(request, namespace, data)
+            return await self._create(request, namespace, applied_new_object(config, result.merged))
         async with self.writer.lock(("pods", namespace, name)):
             old = self._pod(namespace, name)
             managed = None

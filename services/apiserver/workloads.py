@@ -20,6 +20,7 @@ from schemas.workload import API_VERSION, KIND, CloneSet, CloneSetStatus
 from services.apiserver import discovery, dryrun, errors
 from services.apiserver.fielderrors import FieldError, invalid, invalid_status
 from services.apiserver.http import (
+    applied_new_object,
     apply_config,
     check_kind,
     decode,
@@ -164,8 +165,7 @@ class CloneSetHandlers:
             if self.model.get(COLLECTION, (namespace, name)) is None:
                 # Server-side apply of a new CloneSet creates it, owned by its field manager.
                 merged = _applied(request, {}, config)
-                merged["metadata"] = {**(config.get("metadata") or {}), **merged["metadata"]}
-                return await self._create(namespace, _decode({**config, **merged}))
+                return await self._create(namespace, _decode(applied_new_object(config, merged)))
         async with self.writer.lock((COLLECTION, namespace, name)):
             current = self._get(namespace, name)
             if is_apply(request):
