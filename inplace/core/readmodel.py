@@ -346,16 +346,11 @@ class ReadModel:
                         "%s skipped malformed record %s: %s", self.role, bad.position, bad.reason
                     )
                     MALFORMED.labels(self.role, bad.position.topic).inc()
-                applied = self.applied
                 for record in batch.records:
-                    pos = record.position
-                    if pos.offset < applied.get(TopicPartition(pos.topic, pos.partition), 0):
-                        continue  # this process's own write, applied when it was acked
                     self._apply(record)
                 for tp, nxt in batch.next_offsets.items():
-                    if nxt > applied.get(tp, 0):
-                        applied[tp] = nxt
-                        self._release(tp, nxt)
+                    self.applied[tp] = nxt
+                    self._release(tp, nxt)
                 self._check_ready(catch_up)
                 while self._jobs:
                     job, done = self._jobs.popleft()
@@ -459,20 +454,6 @@ class ReadModel:
         semantics of a read with resourceVersion). TimeoutError when it does not come."""
         topic = self.settings.topic(COLLECTION_TOPICS[collection])
         await self.wait_for(position_of(rv, topic), within=within)
-
-    def apply_own(self, record: Record) -> bool:
-        """Apply this process's own write as soon as the broker acked it, when everything
-        before it on its partition is applied already (so the order is the log's): the writer
-        sees its write without waiting for the fetch that brings it back, which is then
-        skipped. False (nothing done) otherwise: the caller waits (`wait_for`)."""
-        pos = record.position
-        tp = TopicPartition(pos.topic, pos.partition)
-        if not self.ready.is_set() or self.applied.get(tp, 0) != pos.offset:
-            return False
-        self._apply(record)
-        self.applied[tp] = pos.offset + 1
-        self._release(tp, pos.offset + 1)
-        return True
 
     async def wait_for(self, position: Position, within: float = 30.0) -> None:
         """Return once the event at `position` is applied (read-your-writes)."""
