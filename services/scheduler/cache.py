@@ -32,7 +32,13 @@ from schemas.demand import (
 from schemas.k8s import RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS, Node, Pod
 from schemas.podview import PodLike
 from schemas.resources import is_resize_infeasible
-from services.scheduler.nodeaffinity import DEFAULT_PLACEMENT, NodeFacts, filter_reason
+from services.scheduler.nodeaffinity import (
+    DEFAULT_PLACEMENT,
+    NodeFacts,
+    PodPlacement,
+    filter_reason,
+    placement_of,
+)
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
@@ -233,6 +239,7 @@ class PendingPod:
     demand: PodDemand
     priority: int
     seq: int  # arrival order: retries go by priority, then first come first served
+    placement: PodPlacement  # read once: a freed node checks it against every candidate
 
 
 @dataclass(slots=True)
@@ -404,11 +411,13 @@ class SchedulerCache:
     def _park(self, key: str, pod: Pod, demand: PodDemand) -> None:
         previous = self._pending.get(key)
         if previous is not None and previous.demand == demand:
-            self._pending[key] = PendingPod(pod, demand, previous.priority, previous.seq)
+            self._pending[key] = PendingPod(
+                pod, demand, previous.priority, previous.seq, placement_of(pod)
+            )
             return
         self._drop_pending(key)
         seq = previous.seq if previous is not None else next(self._seq)
-        self._pending[key] = PendingPod(pod, demand, pod.spec.priority or 0, seq)
+        self._pending[key] = PendingPod(pod, demand, pod.spec.priority or 0, seq, placement_of(pod))
         bisect.insort(self._pending_by_cpu, (demand.cpu, seq, key))
 
     def pending(self, key: str) -> PendingPod | None:

@@ -313,7 +313,7 @@ def _fill_node(cache: SchedulerCache, change: CapacityFreed) -> list[str]:
     for pending in candidates:
         # A node blocked for pods without placement fields (tainted, cordoned) may still
         # take one that tolerates it; one whose selector it fails takes no room.
-        if filter_reason(placement_of(pending.pod), node.facts) is not None:
+        if filter_reason(pending.placement, node.facts) is not None:
             continue
         if room.take(pending.demand):
             chosen.append(pod_key(pending.pod))
