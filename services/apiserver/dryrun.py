@@ -61,10 +61,8 @@ def fold(payload: EventPayload, current: Any, user: UserInfo | None) -> Any:
     if after is not None:
         _keep_version(after, current)
     results = _RESULTS.get()
-    if results is None:
-        results = {}
-        _RESULTS.set(results)
-    results[(collection, key)] = after
+    if results is not None:  # set with the dry run itself, by `DryRun`
+        results[(collection, key)] = after
     return after
 
 
