@@ -67,6 +67,7 @@ class RoleServer:
         self.host = host
         self.port = port
         self.gc_young_every = settings.gc_young_every_ms / 1000
+        self.gc_full_every = float(settings.gc_full_every_s)
         self._ready = ready
         self._tasks: list[asyncio.Task[None]] = []
         self.tls = serving_tls(settings.credentials_dir(), settings.insecure_http, host, role)
@@ -135,13 +136,13 @@ class RoleServer:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        gcpauses.tune()
+        gcpauses.tune(timed=self.gc_young_every > 0)
         gcpauses.GcPauses().install()
         # Bound here, before any loop starts: a taken port is a one-line error and exit 1
         # (uvicorn would sys.exit from inside its task, with a traceback).
         listener = self._listen()
-        young = gcpauses.YoungCollections(self.gc_young_every)
-        young.start()
+        collections = gcpauses.Collections(self.gc_young_every, self.gc_full_every)
+        collections.start()
         tls = self.tls.uvicorn_options() if self.tls else {}
         config = uvicorn.Config(
             self.app, host=self.host, port=self.port, log_level="warning", lifespan="off", **tls
@@ -169,7 +170,7 @@ class RoleServer:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await http
         waiter.cancel()
-        young.stop()
+        collections.stop()
         if failed:
             exc = failed[0].exception()
             raise RuntimeError(f"{self.role}: loop {failed[0].get_name()} failed: {exc}") from exc

@@ -6,14 +6,15 @@ import asyncio
 import gc
 import itertools
 import logging
+from collections.abc import Callable
 
 import pytest
 
 from inplace.core.observability import gcpauses
 from inplace.core.observability.gcpauses import (
     GC_PAUSE_SECONDS,
+    Collections,
     GcPauses,
-    YoungCollections,
 )
 from tests.factories import in_generation
 
@@ -58,12 +59,15 @@ def test_tune_sets_the_long_lived_heap_thresholds() -> None:
     saved = gc.get_threshold()
     try:
         gcpauses.tune()
-        assert gc.get_threshold() == gcpauses.THRESHOLDS == (10_000, 10, 100)
+        # Full collections are the timer's: CPython's rule would need a billion middle ones.
+        assert gc.get_threshold() == gcpauses.THRESHOLDS == (10_000, 10, 1_000_000_000)
+        gcpauses.tune(timed=False)
+        assert gc.get_threshold() == (10_000, 10, 100)
     finally:
         gc.set_threshold(*saved)
 
 
-async def _collected(young: YoungCollections, collections: int) -> None:
+async def _collected(young: Collections, collections: int) -> None:
     for _ in range(1000):
         if young.collections >= collections:
             return
@@ -75,7 +79,7 @@ async def _collected(young: YoungCollections, collections: int) -> None:
 async def test_young_objects_leave_generation_0_on_the_timer() -> None:
     kept = [object()]  # a list is tracked: it starts in generation 0
     assert in_generation(kept, 0)
-    young = YoungCollections(every=0.01)
+    young = Collections(every=0.01)
     young.start()
     try:
         await _collected(young, 1)
@@ -94,7 +98,7 @@ async def test_the_middle_generation_is_collected_after_its_threshold_of_young_o
             seen.append(info["generation"])
 
     middle = gc.get_threshold()[1]
-    young = YoungCollections(every=0.001)
+    young = Collections(every=0.001)
     gc.callbacks.append(record)
     young.start()
     try:
@@ -113,7 +117,7 @@ async def test_the_middle_generation_is_collected_after_its_threshold_of_young_o
 async def test_no_timed_collection_while_others_run() -> None:
     # A role catching up allocates enough for CPython to collect on its own: the timer
     # only fills the quiet spells.
-    young = YoungCollections(every=1.0)  # far above the 10 ms between the others
+    young = Collections(every=1.0)  # far above the 10 ms between the others
     young.start()
     try:
         for _ in range(120):
@@ -126,10 +130,53 @@ async def test_no_timed_collection_while_others_run() -> None:
 
 
 async def test_a_stopped_timer_collects_no_more() -> None:
-    young = YoungCollections(every=0.001)
+    young = Collections(every=0.001)
     young.start()
     await _collected(young, 3)
     young.stop()
     collections = young.collections
     await asyncio.sleep(0.05)
     assert young.collections == collections
+
+
+def _generations_collected() -> tuple[list[int], Callable[[str, dict[str, int]], None]]:
+    seen: list[int] = []
+
+    def record(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop":
+            seen.append(info["generation"])
+
+    return seen, record
+
+
+@pytest.mark.usefixtures("no_automatic_collections")
+async def test_full_collections_come_on_the_timer() -> None:
+    seen, record = _generations_collected()
+    timer = Collections(every=0.005, full_every=0.05)
+    gc.callbacks.append(record)
+    timer.start()
+    try:
+        for _ in range(1000):
+            if timer.full >= 2:
+                break
+            await asyncio.sleep(0.005)
+    finally:
+        timer.stop()
+        gc.callbacks.remove(record)
+    assert timer.full >= 2
+    assert seen.count(2) == timer.full
+    assert 0 in seen  # young ones in between
+
+
+@pytest.mark.usefixtures("no_automatic_collections")
+async def test_no_full_collection_when_they_are_off() -> None:
+    seen, record = _generations_collected()
+    timer = Collections(every=0.001, full_every=0)
+    gc.callbacks.append(record)
+    timer.start()
+    try:
+        await _collected(timer, 50)
+    finally:
+        timer.stop()
+        gc.callbacks.remove(record)
+    assert 2 not in seen and timer.full == 0
