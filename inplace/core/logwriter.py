@@ -33,9 +33,9 @@ class LogWriter:
         envelope = Envelope.wrap(
             payload, producer=self.role, cause=cause, correlation_id=correlation_id, user=user
         )
-        position = await (await self._send(envelope))
-        if position.topic in self.model.topics:  # a topic it follows (not e.g. k8s-events)
-            await self.model.wait_for(position, within)
+        sent, encoded = await self._send(envelope)
+        position = await sent
+        await self._seen([(position, encoded)], within)
         return position
 
     async def write_all(
@@ -51,18 +51,28 @@ class LogWriter:
         sent = [
             await self._send(Envelope.wrap(p, producer=self.role, cause=cause)) for p in payloads
         ]
-        positions = [await future for future in sent]
-        last: dict[tuple[str, int], Position] = {}
-        for position in positions:
-            if position.topic in self.model.topics:
-                last[(position.topic, position.partition)] = position
-        for position in last.values():
-            await self.model.wait_for(position, within)
-        return positions
+        written = [(await future, encoded) for future, encoded in sent]
+        await self._seen(written, within)
+        return [position for position, _ in written]
 
-    async def _send(self, envelope: Envelope) -> asyncio.Future[Position]:
+    async def _seen(self, written: list[tuple[Position, bytes]], within: float) -> None:
+        """Return once this process's read model holds `written` (read-your-writes): each
+        applied at once from its own bytes when the model is at its offset (`apply_own`),
+        else waited for, the last of each partition, as the log brings them back."""
+        behind: dict[tuple[str, int], Position] = {}
+        for position, encoded in written:
+            if position.topic not in self.model.topics:  # not followed (e.g. k8s-events)
+                continue
+            where = (position.topic, position.partition)
+            if where in behind or not self.model.apply_own(position, encoded):
+                behind[where] = position
+        for position in behind.values():
+            await self.model.wait_for(position, within)
+
+    async def _send(self, envelope: Envelope) -> tuple[asyncio.Future[Position], bytes]:
         """Queue one event with the headers readers skip by (podheaders.py), counted."""
         headers = pod_headers(envelope.payload, self.model.state.pods)
-        future = await self.producer.send(envelope, headers=headers)
+        encoded = envelope.encode()
+        future = await self.producer.send(envelope, headers=headers, encoded=encoded)
         EVENTS_PRODUCED.labels(self.role, envelope.type).inc()
-        return future
+        return future, encoded

@@ -27,6 +27,7 @@ from inplace.core.bus.producer import Position
 from inplace.core.observability.metrics import (
     FETCH_WAIT,
     MALFORMED,
+    OWN_WRITES,
     SNAPSHOT_OBJECTS,
     START_SOURCE,
 )
@@ -37,6 +38,7 @@ from inplace.core.projection.snapshot import PROJECTED_TOPICS, load_pods_on, loa
 from inplace.core.projection.state import ClusterState
 from inplace.core.settings import Settings
 from schemas import events as ev
+from schemas.envelope import decode
 
 log = logging.getLogger(__name__)
 
@@ -346,11 +348,16 @@ class ReadModel:
                         "%s skipped malformed record %s: %s", self.role, bad.position, bad.reason
                     )
                     MALFORMED.labels(self.role, bad.position.topic).inc()
+                applied = self.applied
                 for record in batch.records:
+                    pos = record.position
+                    if pos.offset < applied.get(TopicPartition(pos.topic, pos.partition), 0):
+                        continue  # this process's own write, applied when it was acked
                     self._apply(record)
                 for tp, nxt in batch.next_offsets.items():
-                    self.applied[tp] = nxt
-                    self._release(tp, nxt)
+                    if nxt > applied.get(tp, 0):
+                        applied[tp] = nxt
+                        self._release(tp, nxt)
                 self._check_ready(catch_up)
                 while self._jobs:
                     job, done = self._jobs.popleft()
@@ -454,6 +461,21 @@ class ReadModel:
         semantics of a read with resourceVersion). TimeoutError when it does not come."""
         topic = self.settings.topic(COLLECTION_TOPICS[collection])
         await self.wait_for(position_of(rv, topic), within=within)
+
+    def apply_own(self, position: Position, encoded: bytes) -> bool:
+        """Apply this process's own write as soon as the broker acked it, when everything
+        before it on its partition is applied already (so the order is the log's): the writer
+        sees its write without waiting for the fetch that brings it back, which is then
+        skipped. False (nothing done, nothing decoded) otherwise: the caller waits."""
+        tp = TopicPartition(position.topic, position.partition)
+        if not self.ready.is_set() or self.applied.get(tp, 0) != position.offset:
+            OWN_WRITES.labels(self.role, "waited").inc()
+            return False
+        self._apply(Record(position, decode(encoded)))
+        self.applied[tp] = position.offset + 1
+        self._release(tp, position.offset + 1)
+        OWN_WRITES.labels(self.role, "applied").inc()
+        return True
 
     async def wait_for(self, position: Position, within: float = 30.0) -> None:
         """Return once the event at `position` is applied (read-your-writes)."""

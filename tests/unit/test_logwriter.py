@@ -1,29 +1,40 @@
-"""Writing events decided together: sent in order, one read-your-writes wait per partition."""
+"""Writing events decided together: sent in order, applied at once when the model is at their
+offset, else one read-your-writes wait per partition."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+import pytest
+from aiokafka import TopicPartition
+
 from inplace.core.bus.producer import Position
 from inplace.core.logwriter import LogWriter
 from inplace.core.projection.state import ClusterState
+from inplace.core.readmodel import ReadModel
+from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.envelope import Envelope
 from tests import factories
 
 
 class Producer:
-    def __init__(self) -> None:
+    """Acks each event at the next offset of partition 0 of its topic (`prefix` + name),
+    after `taken` records others wrote there."""
+
+    def __init__(self, prefix: str = "", taken: int = 0) -> None:
         self.sent: list[tuple[str, str | None]] = []
+        self.prefix, self.next = prefix, taken
 
     async def send(
-        self, envelope: Envelope, *, headers: dict[str, str] | None = None
+        self, envelope: Envelope, *, headers: dict[str, str] | None = None, encoded: bytes
     ) -> asyncio.Future[Position]:
+        assert encoded == envelope.encode()
         self.sent.append((envelope.type, (headers or {}).get("node")))
         future: asyncio.Future[Position] = asyncio.get_running_loop().create_future()
-        topic = envelope.payload.TOPIC
-        future.set_result(Position(topic, 0, sum(1 for _ in self.sent)))
+        future.set_result(Position(self.prefix + envelope.payload.TOPIC, 0, self.next))
+        self.next += 1
         return future
 
 
@@ -36,6 +47,9 @@ class Model:
 
     async def wait_for(self, position: Position, within: float) -> None:
         self.waited.append(position)
+
+    def apply_own(self, position: Position, encoded: bytes) -> bool:
+        return False  # behind: another writer's record comes first
 
 
 async def test_events_decided_together_are_written_in_order_and_waited_for_once() -> None:
@@ -57,3 +71,25 @@ async def test_events_decided_together_are_written_in_order_and_waited_for_once(
     # The last pods record only: the model applies a partition in order; k8s-events it does
     # not follow.
     assert model.waited == [positions[1]]
+
+
+async def test_writes_the_model_is_ready_for_are_applied_without_waiting() -> None:
+    settings = Settings()
+    model = ReadModel(settings, role="kubelet", topics=(ev.PODS,), window=0)
+    model.ready.set()
+    ids: dict[str, Any] = {"namespace": "a", "name": "p", "uid": "u"}
+    pod = factories.pod("a", "p")
+    writer = LogWriter(Producer(settings.topic_prefix), model, "kubelet")  # type: ignore[arg-type]
+    await writer.write(ev.PodCreated(**ids, pod=pod))
+    positions = await writer.write_all(
+        [ev.PodBound(**ids, node_name="n1"), ev.PodUpdated(**ids, labels={"x": "y"})]
+    )
+    held = model.get("pods", ("a", "p"))
+    assert held.spec.node_name == "n1" and held.metadata.labels == {"x": "y"}
+    tp = TopicPartition(settings.topic(ev.PODS), 0)
+    assert model.applied[tp] == positions[-1].offset + 1 == 3
+    # Behind (another writer's record at offset 3 not applied yet): not applied, waited for.
+    behind = LogWriter(Producer(settings.topic_prefix, taken=4), model, "kubelet")  # type: ignore[arg-type]
+    with pytest.raises(TimeoutError):
+        await behind.write(ev.PodUpdated(**ids, labels={"x": "z"}), within=0.05)
+    assert model.get("pods", ("a", "p")).metadata.labels == {"x": "y"}

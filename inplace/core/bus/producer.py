@@ -79,14 +79,19 @@ class EventProducer:
         return await (await self.send(envelope, headers=headers))
 
     async def send(
-        self, envelope: Envelope, *, headers: Mapping[str, str] | None = None
+        self,
+        envelope: Envelope,
+        *,
+        headers: Mapping[str, str] | None = None,
+        encoded: bytes | None = None,
     ) -> asyncio.Future[Position]:
         """Queue one event (batched by linger_ms); await the result for its position. `headers`:
-        beside `type`, what lets readers skip the record unparsed (podheaders.py)."""
+        beside `type`, what lets readers skip the record unparsed (podheaders.py); `encoded`:
+        the envelope's bytes, when the caller has them already."""
         extra = [(name, value.encode()) for name, value in (headers or {}).items()]
         future = await self._producer.send(
             self.topic(envelope.topic),
-            value=envelope.encode(),
+            value=envelope.encode() if encoded is None else encoded,
             key=envelope.key.encode(),
             headers=[(TYPE_HEADER, envelope.type.encode()), *extra],
         )

@@ -15,6 +15,11 @@ EVENTS_SKIPPED = Counter(
 EVENTS_PRODUCED = Counter(
     "inplace_events_produced_total", "Events a role wrote to the log", ["role", "type"]
 )
+OWN_WRITES = Counter(
+    "inplace_own_writes_total",
+    "A role's own writes its read model applied on the broker's ack, or waited to fetch back",
+    ["role", "how"],
+)
 DEAD_LETTERS = Counter(
     "inplace_dead_letters_total",
     "Records a role could not parse and parked on the dead-letter topic",
