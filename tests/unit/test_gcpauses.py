@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Iterator
 
 import pytest
 
@@ -75,6 +76,24 @@ async def _collected(young: Collections, collections: int) -> None:
     raise AssertionError(f"{young.collections} collections after 5 s")
 
 
+@contextlib.contextmanager
+def _running(timer: Collections) -> Iterator[list[int]]:
+    """Run `timer`; the list holds the generation of each collection that ran meanwhile."""
+    seen: list[int] = []
+
+    def record(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop":
+            seen.append(info["generation"])
+
+    gc.callbacks.append(record)
+    timer.start()
+    try:
+        yield seen
+    finally:
+        timer.stop()
+        gc.callbacks.remove(record)
+
+
 @pytest.mark.usefixtures("no_automatic_collections")
 async def test_young_objects_leave_generation_0_on_the_timer() -> None:
     kept = [object()]  # a list is tracked: it starts in generation 0
@@ -91,21 +110,10 @@ async def test_young_objects_leave_generation_0_on_the_timer() -> None:
 
 @pytest.mark.usefixtures("no_automatic_collections")
 async def test_the_middle_generation_is_collected_after_its_threshold_of_young_ones() -> None:
-    seen: list[int] = []
-
-    def record(phase: str, info: dict[str, int]) -> None:
-        if phase == "stop":
-            seen.append(info["generation"])
-
     middle = gc.get_threshold()[1]
     young = Collections(every=0.001)
-    gc.callbacks.append(record)
-    young.start()
-    try:
+    with _running(young) as seen:
         await _collected(young, 3 * (middle + 2))
-    finally:
-        young.stop()
-        gc.callbacks.remove(record)
     firsts = [i for i, generation in enumerate(seen) if generation == 1]
     assert len(firsts) >= 2
     # More young collections than the threshold between two of the middle one: threshold + 1.
@@ -139,30 +147,14 @@ async def test_a_stopped_timer_collects_no_more() -> None:
     assert young.collections == collections
 
 
-def _generations_collected() -> tuple[list[int], Callable[[str, dict[str, int]], None]]:
-    seen: list[int] = []
-
-    def record(phase: str, info: dict[str, int]) -> None:
-        if phase == "stop":
-            seen.append(info["generation"])
-
-    return seen, record
-
-
 @pytest.mark.usefixtures("no_automatic_collections")
 async def test_full_collections_come_on_the_timer() -> None:
-    seen, record = _generations_collected()
     timer = Collections(every=0.005, full_every=0.05)
-    gc.callbacks.append(record)
-    timer.start()
-    try:
+    with _running(timer) as seen:
         for _ in range(1000):
             if timer.full >= 2:
                 break
             await asyncio.sleep(0.005)
-    finally:
-        timer.stop()
-        gc.callbacks.remove(record)
     assert timer.full >= 2
     assert seen.count(2) == timer.full
     assert 0 in seen  # young ones in between
@@ -170,13 +162,7 @@ async def test_full_collections_come_on_the_timer() -> None:
 
 @pytest.mark.usefixtures("no_automatic_collections")
 async def test_no_full_collection_when_they_are_off() -> None:
-    seen, record = _generations_collected()
     timer = Collections(every=0.001, full_every=0)
-    gc.callbacks.append(record)
-    timer.start()
-    try:
+    with _running(timer) as seen:
         await _collected(timer, 50)
-    finally:
-        timer.stop()
-        gc.callbacks.remove(record)
     assert 2 not in seen and timer.full == 0
