@@ -16,10 +16,33 @@ from schemas.envelope import Cause, Envelope, EventPayload, UserInfo
 
 
 class LogWriter:
-    def __init__(self, producer: EventProducer, model: ReadModel, role: str) -> None:
+    def __init__(
+        self, producer: EventProducer, model: ReadModel, role: str, *, tell_own: bool = False
+    ) -> None:
         self.producer = producer
         self.model = model
         self.role = role
+        # `tell_own`: remember each write until the model applies it, so a listener can tell
+        # this process's own writes from others' (`own`), and every one is asked about.
+        self._tell_own = tell_own
+        self._unapplied: set[Position] = set()
+        self._prune_at = 4096
+
+    def _remember(self, position: Position) -> None:
+        if len(self._unapplied) >= self._prune_at:
+            # Ones the model passed over unapplied (a record its filter skipped: a node
+            # handed to another process before its write came back) are never asked about.
+            self._unapplied = {p for p in self._unapplied if not self.model.holds(p)}
+            self._prune_at = max(4096, 2 * len(self._unapplied))
+        self._unapplied.add(position)
+
+    def own(self, position: Position) -> bool:
+        """Is the record the model applies at `position` one this writer wrote? (Asked once
+        per applied record, by a listener of a `tell_own` writer's model.)"""
+        if position in self._unapplied:
+            self._unapplied.remove(position)
+            return True
+        return False
 
     async def write(
         self,
@@ -64,6 +87,8 @@ class LogWriter:
             if position.topic not in self.model.topics:  # not followed (e.g. k8s-events)
                 continue
             where = (position.topic, position.partition)
+            if self._tell_own and not self.model.holds(position):
+                self._remember(position)
             if where in behind or not self.model.apply_own(position, encoded):
                 behind[where] = position
         for position in behind.values():

@@ -462,6 +462,12 @@ class ReadModel:
         topic = self.settings.topic(COLLECTION_TOPICS[collection])
         await self.wait_for(position_of(rv, topic), within=within)
 
+    def holds(self, position: Position) -> bool:
+        """Has the record at `position` been applied (or passed over) already?"""
+        return self.applied.get(TopicPartition(position.topic, position.partition), 0) > (
+            position.offset
+        )
+
     def apply_own(self, position: Position, encoded: bytes) -> bool:
         """Apply this process's own write as soon as the broker acked it, when everything
         before it on its partition is applied already (so the order is the log's): the writer

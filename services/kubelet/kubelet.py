@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from functools import partial
 
 from inplace.core.bus.consumer import RawRecord, Record
 from inplace.core.bus.headers import NODE_HEADER, header
 from inplace.core.bus.leases import PartitionLeases
-from inplace.core.bus.producer import EventProducer
+from inplace.core.bus.producer import EventProducer, Position
 from inplace.core.logwriter import LogWriter
 from inplace.core.projection.snapshot import load_causes
 from inplace.core.readmodel import ReadModel
@@ -125,6 +125,7 @@ class Kubelet:
             PENDING_RESIZES.labels(reason).set_function(partial(self.book.pending_count, reason))
         IN_PROGRESS_RESIZES.set_function(lambda: len(self.book.in_progress))
         self._writer: LogWriter
+        self._wrote: Callable[[Position], bool] = lambda _: False  # its writer's `own`
         self.model.on_apply(self._on_apply)
 
     @property
@@ -142,11 +143,15 @@ class Kubelet:
 
     def _on_apply(self, record: Record) -> None:
         payload = record.envelope.payload
+        own = self._wrote(record.position)  # asked of every record: the writer forgets it
         if isinstance(payload, ev.PodEvent):
             key = f"{payload.namespace}/{payload.name}"
             if record.envelope.producer != ROLE:
                 self.causes[key] = record.envelope.as_cause()
-            if self.started:
+            # A node agent's own write needs no second look: the agent wrote it at the end
+            # of a reconcile of that pod (one per resize was a reconcile that found nothing
+            # to do); anyone else's change is routed.
+            if self.started and not own:
                 self._route(key)
         elif isinstance(payload, ev.NodeEvent) and self.started:
             if payload.name in self.agents:
@@ -237,7 +242,8 @@ class Kubelet:
         leases: asyncio.Task[None] | None = None
         restorer: asyncio.Task[None] | None = None
         try:
-            self._writer = LogWriter(producer, self.model, ROLE)
+            self._writer = LogWriter(producer, self.model, ROLE, tell_own=True)
+            self._wrote = self._writer.own
             # The group is joined while the snapshot loads (~0.4 s of the start): an
             # assignment waits for the model (`_assigned`).
             leases = asyncio.create_task(self.leases.run(), name="node-leases")

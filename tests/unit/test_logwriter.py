@@ -93,3 +93,23 @@ async def test_writes_the_model_is_ready_for_are_applied_without_waiting() -> No
     with pytest.raises(TimeoutError):
         await behind.write(ev.PodUpdated(**ids, labels={"x": "z"}), within=0.05)
     assert model.get("pods", ("a", "p")).metadata.labels == {"x": "y"}
+
+
+async def test_a_listener_tells_its_own_writes_from_others() -> None:
+    settings = Settings()
+    model = ReadModel(settings, role="kubelet", topics=(ev.PODS,), window=0)
+    model.ready.set()
+    writer = LogWriter(Producer(settings.topic_prefix), model, "kubelet", tell_own=True)  # type: ignore[arg-type]
+    seen: list[tuple[int, bool]] = []
+    model.on_apply(
+        lambda record: seen.append((record.position.offset, writer.own(record.position)))
+    )
+    ids: dict[str, Any] = {"namespace": "a", "name": "p", "uid": "u"}
+    await writer.write(ev.PodCreated(**ids, pod=factories.pod("a", "p")))
+    await writer.write_all([ev.PodBound(**ids, node_name="n1"), ev.PodUpdated(**ids, labels={})])
+    assert seen == [(0, True), (1, True), (2, True)]
+    # Another writer's record (offset 3) is not this writer's, asked as the model applies it.
+    other = LogWriter(Producer(settings.topic_prefix, taken=3), model, "apiserver")  # type: ignore[arg-type]
+    await other.write(ev.PodUpdated(**ids, labels={"x": "y"}))
+    assert seen[-1] == (3, False)
+    assert not writer.own(Position(settings.topic(ev.PODS), 0, 0))  # each is told once
