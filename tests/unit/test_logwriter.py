@@ -113,3 +113,21 @@ async def test_a_listener_tells_its_own_writes_from_others() -> None:
     await other.write(ev.PodUpdated(**ids, labels={"x": "y"}))
     assert seen[-1] == (3, False)
     assert not writer.own(Position(settings.topic(ev.PODS), 0, 0))  # each is told once
+
+
+async def test_writes_the_model_passed_over_are_forgotten() -> None:
+    # A kubelet's model skips the records of a node handed to another process: a write of
+    # its own there is never applied, never asked about, and must not be kept for ever.
+    settings = Settings()
+    model = ReadModel(settings, role="kubelet", topics=(ev.PODS,), window=0)  # not ready
+    writer = LogWriter(Producer(settings.topic_prefix), model, "kubelet", tell_own=True)  # type: ignore[arg-type]
+    ids: dict[str, Any] = {"namespace": "a", "name": "p", "uid": "u"}
+    many = [ev.PodUpdated(**ids, labels={"n": str(i)}) for i in range(4096)]
+    with pytest.raises(TimeoutError):
+        await writer.write_all(many, within=0.01)  # offsets 0-4095, remembered
+    tp = TopicPartition(settings.topic(ev.PODS), 0)
+    model.applied[tp] = 4096  # passed over, unapplied
+    with pytest.raises(TimeoutError):
+        await writer.write(ev.PodUpdated(**ids, labels={}), within=0.01)  # offset 4096
+    assert not writer.own(Position(tp.topic, 0, 0))  # forgotten when the next one came
+    assert writer.own(Position(tp.topic, 0, 4096))
