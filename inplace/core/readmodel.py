@@ -235,6 +235,9 @@ class ReadModel:
         override = settings.follow_fetch_wait_ms
         self.fetch_wait_ms = fetch_wait_ms if override is None else override
         self.role = role
+        # Counted once per own write: the counters bound once, not looked up per write.
+        self._own_waited = OWN_WRITES.labels(role, "waited")
+        self._own_applied = OWN_WRITES.labels(role, "applied")
         self.use_snapshot = snapshot
         self.topics = [settings.topic(t) for t in topics]
         self._listeners: list[Callable[[Record], None]] = []
@@ -475,12 +478,12 @@ class ReadModel:
         skipped. False (nothing done, nothing decoded) otherwise: the caller waits."""
         tp = TopicPartition(position.topic, position.partition)
         if not self.ready.is_set() or self.applied.get(tp, 0) != position.offset:
-            OWN_WRITES.labels(self.role, "waited").inc()
+            self._own_waited.inc()
             return False
         self._apply(Record(position, decode(encoded)))
         self.applied[tp] = position.offset + 1
         self._release(tp, position.offset + 1)
-        OWN_WRITES.labels(self.role, "applied").inc()
+        self._own_applied.inc()
         return True
 
     async def wait_for(self, position: Position, within: float = 30.0) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 
 from schemas.base import format_time
@@ -28,7 +29,7 @@ def node_object(config: KubeletConfig, name: str, now: datetime | None = None) -
     this kubelet's version and runtime, and when it was last heard from (`kubectl get nodes
     -o wide`, `kubectl describe node`)."""
     when = format_time(now or datetime.now(UTC))
-    arch = _GOARCH.get(platform.machine(), platform.machine())
+    arch, kernel, os_image = _machine()
     capacity: ResourceList = {
         "cpu": Quantity.parse(config.node_cpu),
         "memory": Quantity.parse(config.node_memory),
@@ -64,8 +65,8 @@ def node_object(config: KubeletConfig, name: str, now: datetime | None = None) -
                     }
                 ],
                 "nodeInfo": {
-                    "kernelVersion": platform.release(),
-                    "osImage": _os_image(),
+                    "kernelVersion": kernel,
+                    "osImage": os_image,
                     "containerRuntimeVersion": f"inplace-{config.runtime}://{KUBERNETES_VERSION}",
                     "kubeletVersion": f"v{KUBERNETES_VERSION}-inplace",
                     "operatingSystem": "linux",
@@ -74,6 +75,13 @@ def node_object(config: KubeletConfig, name: str, now: datetime | None = None) -
             },
         }
     )
+
+
+@cache
+def _machine() -> tuple[str, str, str]:
+    """This machine's architecture, kernel and OS image, read once for all its nodes."""
+    arch = _GOARCH.get(platform.machine(), platform.machine())
+    return arch, platform.release(), _os_image()
 
 
 def _os_image() -> str:
