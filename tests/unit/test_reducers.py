@@ -309,6 +309,49 @@ POD_CASES: list[tuple[str, list[ev.EventPayload], PodCheck, object]] = [
         (3, 2, [("PodResizePending", 2)]),
     ),
     (
+        "completing generation 2 after the apiserver wrote 3 leaves 3 Proposed",
+        [
+            CREATED,
+            PROPOSED,
+            ev.Allocated(
+                namespace=NS,
+                name=NAME,
+                uid=UID,
+                node_name="n1",
+                observed_generation=2,
+                resize_status=ev.ResizeStatusUpdate(resize="InProgress"),
+            ),
+            PROPOSED,
+            ev.Actuated(
+                namespace=NS,
+                name=NAME,
+                uid=UID,
+                node_name="n1",
+                observed_generation=2,
+                resize_status=ev.ResizeStatusUpdate(resize=None),
+            ),
+        ],
+        lambda p: (p.status.resize, _observed(p)),
+        ("Proposed", (3, 2, None)),
+    ),
+    (
+        "completing the generation it observed clears status.resize",
+        [
+            CREATED,
+            PROPOSED,
+            ev.Actuated(
+                namespace=NS,
+                name=NAME,
+                uid=UID,
+                node_name="n1",
+                observed_generation=2,
+                resize_status=ev.ResizeStatusUpdate(resize=None),
+            ),
+        ],
+        lambda p: (p.status.resize, _observed(p)),
+        (None, (2, 2, None)),
+    ),
+    (
         "the kubelet catching up with generation 3 observes 3",
         [
             CREATED,

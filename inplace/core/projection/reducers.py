@@ -155,9 +155,18 @@ def _set_resize(
     change: ev.ResizeStatusChanged | ev.ResizeStatusUpdate,
 ) -> None:
     """status.resize and its conditions as a kubelet event sets them (on its own, or with an
-    allocation or actuation)."""
+    allocation or actuation). A completion decided on an older generation than a proposal
+    the apiserver has since written leaves that proposal open: the kubelet completed the
+    resize it saw, not the one asked for after it (it answers that one when it reads it)."""
+    generation = observed_generation(pod, payload)
+    if (
+        change.resize is None
+        and pod.status.resize == "Proposed"
+        and generation < (pod.metadata.generation or 1)
+    ):
+        return
     pod.status.resize = change.resize
-    _resize_conditions(pod, when, change.reason, change.message, observed_generation(pod, payload))
+    _resize_conditions(pod, when, change.reason, change.message, generation)
 
 
 def reduce_pod(
