@@ -33,10 +33,11 @@ from services.apiserver.http import (
     server_side_apply_request,
     wants_table,
 )
-from services.apiserver.patching import PatchError, apply_patch
+from services.apiserver.patching import JSON_PATCH, PatchError, apply_patch
 from services.apiserver.refusals import refused_by
 from services.apiserver.validation import (
     default_pod,
+    resize_patch_base,
     resize_view,
     validate_pod_create,
     validate_pod_resize,
@@ -227,7 +228,7 @@ class PodHandlers:
             else:
                 # Only resources and resizePolicy are taken from the body (resize_view), so
                 # the rest is neither schema-checked nor kept: the hot path decodes what it uses.
-                patched = self._incoming(request, old, body, check_schema=False)
+                patched = self._incoming(request, old, body, check_schema=False, resize=True)
             desired = resize_view(old, patched)
             problems = validate_pod_resize(old, desired)
             if problems:
@@ -272,17 +273,26 @@ class PodHandlers:
         return error
 
     def _incoming(
-        self, request: Request, old: Pod, body: bytes, *, check_schema: bool = True
+        self,
+        request: Request,
+        old: Pod,
+        body: bytes,
+        *,
+        check_schema: bool = True,
+        resize: bool = False,
     ) -> Pod:
         """The object the client wants: PUT's body, or the patch applied to the current pod;
-        a stale metadata.resourceVersion is a 409 Conflict."""
+        a stale metadata.resourceVersion is a 409 Conflict. `resize`: only the resize view
+        is taken from it, so a merge patch applies to the part of the pod it reads."""
         if request.method == "PUT":
             data: Any = parse_json(body)
             check_kind(data, KIND)
         else:
             content_type = request.headers.get("content-type", "").split(";")[0].strip()
+            partial = resize and content_type.lower() != JSON_PATCH
             try:
-                data = apply_patch(old.to_k8s(), body, content_type)
+                base = resize_patch_base(old) if partial else old.to_k8s()
+                data = apply_patch(base, body, content_type)
             except PatchError as exc:
                 raise errors.ApiError(exc.status()) from None
         name = old.metadata.name or ""

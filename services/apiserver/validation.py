@@ -1407,6 +1407,34 @@ def validate_pod_resize(old: Pod, new: Pod) -> list[FieldError]:
     return [forbidden(p, message) for p, _, _ in changes]
 
 
+# What a merge or strategic-merge patch of pods/resize is applied to (`resize_patch_base`).
+_CONTAINER_FIELDS = {"name", "image", "resources", "resize_policy"}
+_RESIZE_BASE: dict[str, Any] = {
+    "api_version": True,
+    "kind": True,
+    "metadata": {"name", "namespace", "resource_version"},
+    "spec": {
+        "containers": {"__all__": _CONTAINER_FIELDS},
+        "init_containers": {"__all__": _CONTAINER_FIELDS},
+        "resources": True,
+    },
+}
+
+
+def resize_patch_base(pod: Pod) -> dict[str, Any]:
+    """The part of `pod` a merge or strategic-merge patch of pods/resize is applied to: its
+    identity (a patch's resourceVersion precondition still meets the stored one) and each
+    container's name, image, resources and resizePolicy, in order. Both patch kinds change
+    a field from the patch's own content and the field itself, never from its siblings, so
+    everything `resize_view` takes from the result comes out as from the whole pod; the
+    status and the rest of the spec only made the patch and the decode after it dearer.
+    (A JSON patch may `test` any path: it gets the whole pod.)"""
+    base: dict[str, Any] = pod.model_dump(
+        mode="json", by_alias=True, exclude_none=True, include=_RESIZE_BASE
+    )
+    return base
+
+
 def resize_view(old: Pod, patched: Pod) -> Pod:
     """The pod a resize leaves behind, as kube-apiserver's resize strategy builds it
     (`dropNonResizeUpdates`): a copy of `old` where each container and init container takes

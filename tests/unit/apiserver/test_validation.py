@@ -25,9 +25,10 @@ from services.apiserver.fielderrors import (
     go_quote,
     invalid_status,
 )
-from services.apiserver.patching import strategic_merge
+from services.apiserver.patching import apply_patch, strategic_merge
 from services.apiserver.validation import (
     default_pod,
+    resize_patch_base,
     resize_view,
     validate_pod_create,
     validate_pod_resize,
@@ -1294,6 +1295,89 @@ def test_resize_view_keeps_old_containers_when_the_lists_do_not_pair_up() -> Non
     )
     assert resize_view(old, added).to_k8s() == old.to_k8s()
     assert resize_view(old, renamed).to_k8s() == old.to_k8s()
+
+
+_SMP = "application/strategic-merge-patch+json"
+_MERGE = "application/merge-patch+json"
+PARTIAL_BASE_CASES: list[tuple[str, str, dict[str, Any]]] = [
+    ("one container's requests", _SMP, resources_patch(requests={"cpu": "700m"})),
+    (
+        "a sidecar and a regular container, with element order",
+        _SMP,
+        {
+            "spec": {
+                "$setElementOrder/containers": [{"name": "c1"}, {"name": "c2"}],
+                "containers": [{"name": "c2", "resources": {"limits": {"memory": "1Gi"}}}],
+                "initContainers": [{"name": "log", "resources": {"requests": {"cpu": "150m"}}}],
+            }
+        },
+    ),
+    (
+        "resources replaced, not merged",
+        _SMP,
+        {"spec": {"containers": [{"name": "c1", "resources": {"$patch": "replace"}}]}},
+    ),
+    (
+        "a resize policy added, other fields along",
+        _SMP,
+        {
+            "metadata": {"labels": {"x": "y"}, "resourceVersion": "7"},
+            "spec": {
+                "nodeName": "n2",
+                "containers": [
+                    {
+                        "name": "c1",
+                        "image": "other:2",
+                        "ports": [{"containerPort": 80}],
+                        "resizePolicy": [
+                            {"resourceName": "memory", "restartPolicy": "RestartContainer"}
+                        ],
+                    }
+                ],
+            },
+        },
+    ),
+    ("pod-level resources", _SMP, {"spec": {"resources": {"requests": {"cpu": "2"}}}}),
+    (
+        "a merge patch replaces the container list",
+        _MERGE,
+        {"spec": {"containers": [ctr("c2", cpu="300m", memory="128Mi")]}},
+    ),
+    (
+        "a merge patch with a stale resourceVersion, deleting a label",
+        _MERGE,
+        {
+            "metadata": {"resourceVersion": "6", "labels": {"app": None}},
+            "spec": {"containers": [ctr("c1", cpu="900m")]},
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("content_type", "patch"),
+    [c[1:] for c in PARTIAL_BASE_CASES],
+    ids=[c[0] for c in PARTIAL_BASE_CASES],
+)
+def test_a_resize_patch_of_the_partial_base_gives_the_view_of_the_whole_pod(
+    content_type: str, patch: dict[str, Any]
+) -> None:
+    old = make(
+        ctr(),
+        ctr("c2", cpu="200m", memory="64Mi"),
+        init_containers=[init(), sidecar()],
+        metadata={"resourceVersion": "7", "labels": {"app": "web"}},
+        nodeName="n1",
+        status=running_status(True),
+    )
+    body = json.dumps(patch).encode()
+
+    def view(base: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        incoming = Pod.model_validate(apply_patch(base, body, content_type))
+        return resize_view(old, incoming).to_k8s(), incoming.metadata.resource_version
+
+    assert view(resize_patch_base(old)) == view(old.to_k8s())
+    assert resize_patch_base(old)["metadata"]["resourceVersion"] == "7"
 
 
 def _with(base: dict[str, Any], change: Callable[[dict[str, Any]], None]) -> Pod:
