@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import itertools
 import logging
+import weakref
 from collections.abc import Iterator
 
 import pytest
@@ -61,7 +61,7 @@ def test_tune_sets_the_long_lived_heap_thresholds() -> None:
     try:
         gcpauses.tune()
         # Full collections are the timer's: CPython's rule would need a billion middle ones.
-        assert gc.get_threshold() == gcpauses.THRESHOLDS == (10_000, 10, 1_000_000_000)
+        assert gc.get_threshold() == gcpauses.THRESHOLDS == (50_000, 10, 1_000_000_000)
         gcpauses.tune(timed=False)
         assert gc.get_threshold() == (10_000, 10, 100)
     finally:
@@ -94,31 +94,46 @@ def _running(timer: Collections) -> Iterator[list[int]]:
         gc.callbacks.remove(record)
 
 
+def _frozen(obj: object) -> bool:
+    return not any(in_generation(obj, generation) for generation in (0, 1, 2))
+
+
 @pytest.mark.usefixtures("no_automatic_collections")
-async def test_young_objects_leave_generation_0_on_the_timer() -> None:
+async def test_survivors_of_a_timed_young_collection_are_frozen_until_the_timer_stops() -> None:
     kept = [object()]  # a list is tracked: it starts in generation 0
     assert in_generation(kept, 0)
     young = Collections(every=0.01)
-    young.start()
-    try:
+    with _running(young) as seen:
         await _collected(young, 1)
-    finally:
-        young.stop()
-    assert not in_generation(kept, 0)
-    assert in_generation(kept, 1) or in_generation(kept, 2)
+        assert _frozen(kept)  # no later young or middle collection walks it
+        assert gc.get_freeze_count() > 0
+    assert set(seen) == {0}  # the timer runs no middle collections
+    assert in_generation(kept, 2)  # stopped: back in the old generation
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
 
 
 @pytest.mark.usefixtures("no_automatic_collections")
-async def test_the_middle_generation_is_collected_after_its_threshold_of_young_ones() -> None:
-    middle = gc.get_threshold()[1]
-    young = Collections(every=0.001)
-    with _running(young) as seen:
-        await _collected(young, 3 * (middle + 2))
-    firsts = [i for i, generation in enumerate(seen) if generation == 1]
-    assert len(firsts) >= 2
-    # More young collections than the threshold between two of the middle one: threshold + 1.
-    assert all(b - a - 1 == middle + 1 for a, b in itertools.pairwise(firsts))
-    assert set(seen) == {0, 1}
+async def test_a_cycle_that_dies_frozen_is_freed_by_the_timed_full_collection() -> None:
+    cycle = _Cycle()
+    gone = weakref.ref(cycle)
+    timer = Collections(every=0.002, full_every=3600)
+    with _running(timer):
+        await _collected(timer, 1)
+        assert _frozen(cycle)
+        del cycle
+        await _collected(timer, 3)
+        assert gone() is not None  # young collections never walk the frozen ones
+        timer._next_full = 0.0  # the full collection is due now
+        for _ in range(1000):
+            if timer.full:
+                break
+            await asyncio.sleep(0.002)
+        assert timer.full == 1
+        assert gone() is None
 
 
 @pytest.mark.usefixtures("no_automatic_collections")
