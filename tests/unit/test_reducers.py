@@ -42,6 +42,17 @@ PROPOSED = ev.ResizeProposed(
 )
 
 
+# The kubelet's Actuated completing the resize of generation 2 (status.resize cleared).
+COMPLETES_2 = ev.Actuated(
+    namespace=NS,
+    name=NAME,
+    uid=UID,
+    node_name="n1",
+    observed_generation=2,
+    resize_status=ev.ResizeStatusUpdate(resize=None),
+)
+
+
 def _observed(p: Pod) -> tuple[int | None, int | None, list[tuple[str, int | None]] | None]:
     """(metadata.generation, status.observedGeneration, resize conditions' observedGeneration)."""
     resize = [
@@ -322,14 +333,7 @@ POD_CASES: list[tuple[str, list[ev.EventPayload], PodCheck, object]] = [
                 resize_status=ev.ResizeStatusUpdate(resize="InProgress"),
             ),
             PROPOSED,
-            ev.Actuated(
-                namespace=NS,
-                name=NAME,
-                uid=UID,
-                node_name="n1",
-                observed_generation=2,
-                resize_status=ev.ResizeStatusUpdate(resize=None),
-            ),
+            COMPLETES_2,
         ],
         lambda p: (p.status.resize, _observed(p)),
         ("Proposed", (3, 2, None)),
@@ -339,14 +343,7 @@ POD_CASES: list[tuple[str, list[ev.EventPayload], PodCheck, object]] = [
         [
             CREATED,
             PROPOSED,
-            ev.Actuated(
-                namespace=NS,
-                name=NAME,
-                uid=UID,
-                node_name="n1",
-                observed_generation=2,
-                resize_status=ev.ResizeStatusUpdate(resize=None),
-            ),
+            COMPLETES_2,
         ],
         lambda p: (p.status.resize, _observed(p)),
         (None, (2, 2, None)),
