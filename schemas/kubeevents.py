@@ -9,10 +9,17 @@ from datetime import datetime
 
 from schemas.k8s import Event, EventSource, EventType, ObjectMeta, ObjectReference
 
-__all__ = ["MAX_MESSAGE", "event_about", "occurrence_name", "reference"]
+__all__ = ["MAX_MESSAGE", "SpamFilter", "event_about", "occurrence_name", "reference"]
 
 # events/v1 refuses notes over 1 KiB; the recorders cut them there.
 MAX_MESSAGE = 1024
+
+# client-go's EventCorrelator (tools/record/events_cache.go), which every kubelet records
+# through: a source may send 25 Events about one object, then one more every 5 minutes, and
+# it remembers the last 4,096 objects.
+SPAM_BURST = 25
+SPAM_REFILL_S = 300.0
+SPAM_OBJECTS = 4096
 
 
 def reference(kind: str, meta: ObjectMeta, api_version: str = "v1") -> ObjectReference:
@@ -68,3 +75,31 @@ def event_about(
         reporting_component=component,
         reporting_instance=instance,
     )
+
+
+class SpamFilter:
+    """The correlator's spam filter: a token bucket per involved object (`key`), `burst`
+    deep, refilled at one token every `refill_s`; the least recently seen object is forgotten
+    past `objects`. An Event it refuses is not written at all (client-go skips it), so a pod
+    resized over and over stops adding Event records while its status still tells each
+    resize. One per reporter (a kubelet's node), as each kubelet has its own recorder."""
+
+    __slots__ = ("_buckets", "burst", "objects", "refill_s")
+
+    def __init__(
+        self, burst: int = SPAM_BURST, refill_s: float = SPAM_REFILL_S, objects: int = SPAM_OBJECTS
+    ) -> None:
+        self.burst = burst
+        self.refill_s = refill_s
+        self.objects = objects
+        self._buckets: dict[str, tuple[float, float]] = {}  # key → (tokens, at), LRU order
+
+    def allow(self, key: str, now: float) -> bool:
+        """Take a token for an Event about `key` at `now` (monotonic seconds), if one is left."""
+        tokens, at = self._buckets.pop(key, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - at) / self.refill_s)
+        allowed = tokens >= 1.0
+        self._buckets[key] = (tokens - 1.0 if allowed else tokens, now)  # now the newest
+        if len(self._buckets) > self.objects:
+            del self._buckets[next(iter(self._buckets))]
+        return allowed

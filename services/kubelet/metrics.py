@@ -40,6 +40,11 @@ RUNTIME_OP_SECONDS = Histogram(
     ["operation_type"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
+EVENTS_SPAM_FILTERED = Counter(
+    "inplace_kubelet_events_spam_filtered_total",
+    "Events the kubelet's recorder held back: past 25 about one object, one per 5 minutes "
+    "(client-go's EventCorrelator spam filter)",
+)
 RUNTIME_OP_ERRORS = Counter(
     "kubelet_runtime_operations_errors_total", "Failed runtime calls", ["operation_type"]
 )

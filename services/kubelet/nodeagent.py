@@ -31,7 +31,7 @@ from schemas.k8s import (
     Pod,
     ResourceList,
 )
-from schemas.kubeevents import event_about, reference
+from schemas.kubeevents import SpamFilter, event_about, reference
 from schemas.nodeswap import planning_capacity
 from schemas.quantity import Quantity
 from services.kubelet.actuation import (
@@ -62,6 +62,7 @@ from services.kubelet.cri import (
 )
 from services.kubelet.metrics import (
     DEFERRED_ACCEPTED,
+    EVENTS_SPAM_FILTERED,
     INFEASIBLE_RESIZES,
     POD_RESIZE_MS,
     REQUESTED_RESIZES,
@@ -128,6 +129,7 @@ class NodeAgent:
     ) -> None:
         self.name = name
         self.book = book if book is not None else ResizeBook()
+        self.spam = SpamFilter()  # this node's Event recorder holds back a pod's spam
         self._trigger: dict[str, str] = {}  # deferred key → what last retried it
         self._noted: dict[str, tuple[str | None, str]] = {}  # key → its InProgress note
         # Deferred resizes are also retried on a timer (first, then every), as the kubelet
@@ -405,12 +407,19 @@ class NodeAgent:
         await self.writer.write(payload, cause=self.causes.get(key))
 
     async def _event(self, pod: Pod, reason: str, message: str, kind: EventType = "Normal") -> None:
-        await self._write(self._event_of(pod, reason, message, kind), pod_key(pod))
+        event = self._event_of(pod, reason, message, kind)
+        if event is not None:
+            await self._write(event, pod_key(pod))
 
     def _event_of(
         self, pod: Pod, reason: str, message: str, kind: EventType
-    ) -> ev.KubeEventRecorded:
+    ) -> ev.KubeEventRecorded | None:
+        """The Event to write, or None when the spam filter holds it back (schemas.kubeevents:
+        25 about one pod, then one every 5 minutes, as a kubelet's recorder allows)."""
         meta = pod.metadata
+        if not self.spam.allow(f"Pod/{meta.namespace}/{meta.name}/{meta.uid}", time.monotonic()):
+            EVENTS_SPAM_FILTERED.inc()
+            return None
         # Named `<pod>.<reason>`: a repeated reason aggregates on one Event (count grows).
         event = event_about(
             reference("Pod", ObjectMeta(name=meta.name, namespace=meta.namespace, uid=meta.uid)),
@@ -531,7 +540,10 @@ class NodeAgent:
                 instance=self.name,
                 host=self.name,
             )
-            await self._write_node(ev.KubeEventRecorded(event=event))
+            if self.spam.allow(f"Node/{self.name}", time.monotonic()):
+                await self._write_node(ev.KubeEventRecorded(event=event))
+            else:
+                EVENTS_SPAM_FILTERED.inc()
             asyncio.get_running_loop().call_later(
                 retry_delay(self._resync_failed, initial=0.5, maximum=60), self.enqueue, NODE_KEY
             )
@@ -725,8 +737,9 @@ class NodeAgent:
         # One step's events were decided together: one write, one wait (the allocation with
         # its InProgress and the ResizeStarted Event, or a status and its Event).
         events = [self._event_of(pod, n.reason, n.message, n.type) for n in step.notices]
-        if step.writes or events:
-            await self.writer.write_all([*step.writes, *events], cause=self.causes.get(key))
+        writes = [*step.writes, *(e for e in events if e is not None)]
+        if writes:
+            await self.writer.write_all(writes, cause=self.causes.get(key))
 
     def _book(self, key: str, pod: Pod, step: Step) -> None:
         """Metrics and the Deferred queue for one step (kubelet_* resize metrics, ResizeBook)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from schemas.k8s import ObjectMeta
-from schemas.kubeevents import MAX_MESSAGE, event_about, occurrence_name, reference
+from schemas.kubeevents import MAX_MESSAGE, SpamFilter, event_about, occurrence_name, reference
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 POD = reference("Pod", ObjectMeta(name="web-0", namespace="shop", uid="u1", resource_version="7"))
@@ -51,3 +51,22 @@ def test_a_counted_occurrence_as_client_gos_recorder_writes_it() -> None:
     assert event["metadata"]["name"] == f"web-0.{1767323045678901000:x}"
     assert event["count"] == 1 and event["firstTimestamp"] == event["lastTimestamp"]
     assert event["source"] == {}
+
+
+def test_the_spam_filter_allows_a_burst_per_object_then_one_per_refill() -> None:
+    spam = SpamFilter(burst=3, refill_s=300.0)
+    assert [spam.allow("pod-a", 0.0) for _ in range(4)] == [True, True, True, False]
+    assert spam.allow("pod-b", 0.0)  # another object: its own bucket
+    assert not spam.allow("pod-a", 299.0)
+    assert spam.allow("pod-a", 300.0)  # one token refilled after refill_s
+    assert not spam.allow("pod-a", 300.0)
+    assert [spam.allow("pod-a", 300.0 + 900.0 * 10) for _ in range(4)] == [True] * 3 + [False]
+
+
+def test_the_spam_filter_forgets_the_least_recent_object() -> None:
+    spam = SpamFilter(burst=1, objects=2)
+    assert spam.allow("a", 0.0) and spam.allow("b", 0.0)
+    assert not spam.allow("a", 1.0)  # a is now the most recent; b the least
+    assert spam.allow("c", 1.0)  # b forgotten
+    assert spam.allow("b", 1.0)  # b again: a full bucket, as for an object never seen
+    assert not spam.allow("c", 1.0)

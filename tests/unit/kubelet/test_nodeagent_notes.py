@@ -16,7 +16,10 @@ from tests.unit.kubelet.test_nodeagent_retry import (
     resize,
     start,
     until,
+    web_cpu,
 )
+
+KUBE = ev.KubeEventRecorded
 
 MI = 1024 * 1024
 
@@ -100,3 +103,25 @@ async def test_a_held_back_memory_decrease_says_so_until_usage_falls() -> None:
             (None, None),
         ]
         assert not kube_events(cluster, "ResizeError"), "held back is no error"
+
+
+async def test_a_pod_resized_over_and_over_stops_adding_events_not_resizes() -> None:
+    """The recorder's spam filter: 25 Events about one pod, then none for 5 minutes; every
+    resize still completes, and a second pod has its own budget."""
+    async with agent_on_node() as (cluster, _):
+        await start(cluster, "web", "1")
+        await start(cluster, "api", "1")
+        actuated = len(cluster.written)
+        for n in range(14):  # 28 would-be Events: ResizeStarted and ResizeCompleted each
+            cpu = "2" if n % 2 == 0 else "1"
+            cluster.apply(resize("web", cpu))
+            await until(
+                lambda cpu=cpu: web_cpu(cluster) == (None, cpu, cpu), f"resize {n} completed"
+            )
+        cluster.apply(resize("api", "2"))
+        await until(lambda: cluster.pod("api").status.resize is None, "api resized")
+        about = [p.event.involved_object.name for p in cluster.written if isinstance(p, KUBE)]
+        assert about.count("web") == 25
+        assert about.count("api") == 2
+        resized = cluster.written[actuated:]
+        assert sum(isinstance(p, ev.Actuated) and p.name == "web" for p in resized) == 14
