@@ -7,10 +7,11 @@ own last write (read-your-writes) instead of deciding twice from a stale view.
 from __future__ import annotations
 
 import asyncio
+import time
 
 from inplace.core.bus.podheaders import pod_headers
 from inplace.core.bus.producer import EventProducer, Position
-from inplace.core.observability.metrics import EVENTS_PRODUCED
+from inplace.core.observability.metrics import EVENTS_PRODUCED, LOG_WRITE_SECONDS
 from inplace.core.readmodel import ReadModel
 from schemas.envelope import Cause, Envelope, EventPayload, UserInfo
 
@@ -27,6 +28,7 @@ class LogWriter:
         self._tell_own = tell_own
         self._unapplied: set[Position] = set()
         self._prune_at = 4096
+        self._write_seconds = LOG_WRITE_SECONDS.labels(role)
 
     def _remember(self, position: Position) -> None:
         if len(self._unapplied) >= self._prune_at:
@@ -56,8 +58,10 @@ class LogWriter:
         envelope = Envelope.wrap(
             payload, producer=self.role, cause=cause, correlation_id=correlation_id, user=user
         )
+        started = time.perf_counter()
         sent, encoded = await self._send(envelope)
         position = await sent
+        self._write_seconds.observe(time.perf_counter() - started)
         await self._seen([(position, encoded)], within)
         return position
 
@@ -71,10 +75,12 @@ class LogWriter:
         """Write events decided together in one go, in order, and wait once: for the last of
         them on each partition this model follows (a partition applies in order), instead of
         a log round trip per event."""
+        started = time.perf_counter()
         sent = [
             await self._send(Envelope.wrap(p, producer=self.role, cause=cause)) for p in payloads
         ]
         written = [(await future, encoded) for future, encoded in sent]
+        self._write_seconds.observe(time.perf_counter() - started)
         await self._seen(written, within)
         return [position for position, _ in written]
 

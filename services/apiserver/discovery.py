@@ -212,3 +212,10 @@ def workload_group() -> dict[str, Any]:
 
 def workload_resources() -> dict[str, Any]:
     return api_resources(f"{WORKLOAD_GROUP}/{WORKLOAD_VERSION}", WORKLOAD_RESOURCES)
+
+
+# Every resource and subresource served ("pods", "pods/resize", …), e.g. for metric labels.
+SERVED = frozenset(
+    r["name"]
+    for r in [*RESOURCES, *WORKLOAD_RESOURCES, *(r for rs in REVIEW_GROUPS.values() for r in rs)]
+)

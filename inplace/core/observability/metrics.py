@@ -20,6 +20,13 @@ OWN_WRITES = Counter(
     "A role's own writes its read model applied on the broker's ack, or waited to fetch back",
     ["role", "how"],
 )
+LOG_WRITE_SECONDS = Histogram(
+    "inplace_log_write_seconds",
+    "From handing a write (an event, or events decided together) to the producer to the "
+    "broker's ack of its last record: the log round trip read-your-writes costs",
+    ["role"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
 DEAD_LETTERS = Counter(
     "inplace_dead_letters_total",
     "Records a role could not parse and parked on the dead-letter topic",

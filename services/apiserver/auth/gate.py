@@ -7,6 +7,7 @@ is set for the handlers, so the events they write carry who asked.
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl
@@ -22,6 +23,7 @@ from services.apiserver.auth.audit import AuditLog, audit_event
 from services.apiserver.auth.authorizer import Authorizer, forbidden_message
 from services.apiserver.auth.identity import ANONYMOUS, UNSECURED, set_current_user
 from services.apiserver.auth.requestinfo import RequestInfo, request_info
+from services.apiserver.metrics import observe_request, request_labels
 
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 
@@ -46,6 +48,7 @@ class AuthGate:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        started = time.perf_counter()
         received = datetime.now(UTC)
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         info = request_info(scope["method"], scope["path"], query)
@@ -68,6 +71,10 @@ class AuthGate:
         finally:
             if self.audit is not None:
                 self._record(scope, headers, info, user, code[0], received, refusal, reason)
+            labels = request_labels(
+                info, scope["method"], headers.get("content-type", ""), query.get("dryRun", "")
+            )
+            observe_request(labels, code[0], time.perf_counter() - started)
 
     def _admit(
         self, scope: Scope, headers: dict[str, str], info: RequestInfo
