@@ -95,7 +95,8 @@ class LocalCluster:
     env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.broker = KafkaBroker(self.home / "kafka", port=self.kafka_port)
+        # A cluster that runs: the broker JIT-compiles fully (kafka.py, JIT_OPTIONS).
+        self.broker = KafkaBroker(self.home / "kafka", port=self.kafka_port, jit="steady")
         self.database = PostgresCluster(self.home / "postgres", port=self.postgres_port)
         self.credentials = Credentials(self.home / "pki")
 

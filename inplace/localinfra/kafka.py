@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from aiokafka.admin import AIOKafkaAdminClient
 from pydantic import SecretStr
@@ -258,15 +258,19 @@ class KafkaBroker(ManagedServer):
     PORTS_FILE = "ports.json"
     CLUSTER_ID_FILE = "cluster.id"
     LOG_DIRS = "kafka-data"
-    #: C1-only JIT: measured here (2 cores) the broker is ready ~1.7 s sooner (2.5-3.0 s instead
-    #: of 4.2-4.8 s) and a Python client pushes no fewer messages through it. One parallel GC
-    #: thread instead of G1's concurrent ones: with fewer request threads (`_properties`) the
-    #: broker took ~10% less of the cores under the closed-loop bench (README, Performance).
-    JVM_OPTIONS: tuple[str, ...] = (
-        "-XX:TieredStopAtLevel=1",
-        "-XX:+UseParallelGC",
-        "-XX:ParallelGCThreads=1",
-    )
+    #: The JIT, by what the broker is for (`jit`). "quick", C1 only: ready ~1.7 s sooner
+    #: (2.5-3.0 s instead of 4.2-4.8 s on 2 cores), for the throwaway brokers of a test run
+    #: and the short-lived storage tool. "steady", the JVM's own tiered C1 + C2: it compiles
+    #: for its first tens of seconds, then serves more per core, for a cluster that runs
+    #: (`inplace up`, the benches' clusters): the closed loop after 6,000 warm-up resizes did
+    #: 11% more resizes/s on it, four pairs of four (README, Performance).
+    JIT_OPTIONS: dict[str, tuple[str, ...]] = {
+        "quick": ("-XX:TieredStopAtLevel=1",),
+        "steady": (),
+    }
+    #: One parallel GC thread instead of G1's concurrent ones: with fewer request threads
+    #: (`_properties`) the broker took ~10% less of the cores under the closed-loop bench.
+    JVM_OPTIONS: tuple[str, ...] = ("-XX:+UseParallelGC", "-XX:ParallelGCThreads=1")
 
     def __init__(
         self,
@@ -277,8 +281,10 @@ class KafkaBroker(ManagedServer):
         jars_dir: Path | None = None,
         extra_properties: dict[str, str] | None = None,
         sasl_admin_password: str | None = None,
+        jit: Literal["quick", "steady"] = "quick",
     ) -> None:
         self.data_dir = Path(data_dir).expanduser().absolute()
+        self.jit = jit
         # The secure profile's broker: SASL only, an admin over PLAIN, roles over SCRAM, ACLs.
         self.sasl_admin_password = sasl_admin_password
         self.heap = heap
@@ -503,9 +509,10 @@ class KafkaBroker(ManagedServer):
         )
         self.log4j_properties_file.write_text(_LOG4J_PROPERTIES)
 
-    def _java_base(self, java: Path, jars: Path) -> list[str]:
+    def _java_base(self, java: Path, jars: Path, jit: str = "quick") -> list[str]:
         return [
             str(java),
+            *self.JIT_OPTIONS[jit],
             *self.JVM_OPTIONS,
             "-Djava.awt.headless=true",
             f"-Dlog4j.configuration=file:{self.log4j_properties_file}",
@@ -556,7 +563,7 @@ class KafkaBroker(ManagedServer):
             f"-Xms{xms}",
             f"-Xmx{self.heap}",
             "-XX:+ExitOnOutOfMemoryError",
-            *self._java_base(java, jars)[1:],
+            *self._java_base(java, jars, self.jit)[1:],
             "kafka.Kafka",
             str(self.server_properties_file),
         ]

@@ -17,7 +17,7 @@ import httpx
 
 from inplace.core.settings import DEFAULT_PORTS
 from inplace.localinfra import PostgresCluster
-from inplace.localinfra.ports import pid_alive
+from inplace.localinfra.ports import pid_alive, pid_cmdline
 from tests.conftest import make_tmp_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -168,6 +168,9 @@ def test_up_starts_everything_and_ctrl_c_stops_everything() -> None:
         # Roles and the broker are our children; pg_ctl daemonizes the postmaster.
         spawned = _descendants(proc.pid)
         assert len(spawned) >= len(DEFAULT_PORTS) + 3  # + the broker, 2nd replica, 2nd kubelet
+        # A cluster that runs: its broker's JIT is the JVM's full tiered one, not C1 only.
+        broker = [pid_cmdline(p) for p in spawned if "kafka.Kafka" in pid_cmdline(p)]
+        assert len(broker) == 1 and not any("TieredStopAtLevel" in a for a in broker[0])
         postmaster = PostgresCluster(home / "postgres").pid
         assert postmaster is not None
         spawned.add(postmaster)

@@ -25,7 +25,10 @@ from inplace.localinfra import (
     find_pg_bin,
     free_port,
 )
+from inplace.localinfra.ports import pid_cmdline
 from tests.conftest import make_tmp_dir
+
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
 
 pytestmark = pytest.mark.integration
 
@@ -127,6 +130,8 @@ async def test_kafka_does_not_auto_create_topics(kafka_broker: KafkaBroker) -> N
 def test_kafka_start_again_is_a_noop(kafka_broker: KafkaBroker) -> None:
     pid, port = kafka_broker.pid, kafka_broker.port
     assert pid is not None and kafka_broker.is_running()
+    # A test run's broker starts quick (C1 only); `inplace up`'s compiles fully (its test).
+    assert QUICK_JIT in pid_cmdline(pid)
     kafka_broker.start()
     assert (kafka_broker.pid, kafka_broker.port) == (pid, port)
     # A second handle on the same data dir sees the same running broker.
