@@ -250,6 +250,9 @@ log4j.logger.kafka.Kafka$=INFO
 """
 
 
+Jit = Literal["quick", "steady"]  # KafkaBroker.JIT_OPTIONS
+
+
 class KafkaBroker(ManagedServer):
     """One single-node KRaft Kafka broker process bound to 127.0.0.1."""
 
@@ -264,7 +267,7 @@ class KafkaBroker(ManagedServer):
     #: for its first tens of seconds, then serves more per core, for a cluster that runs
     #: (`inplace up`, the benches' clusters): the closed loop after 6,000 warm-up resizes did
     #: 11% more resizes/s on it, four pairs of four (README, Performance).
-    JIT_OPTIONS: dict[str, tuple[str, ...]] = {
+    JIT_OPTIONS: dict[Jit, tuple[str, ...]] = {
         "quick": ("-XX:TieredStopAtLevel=1",),
         "steady": (),
     }
@@ -281,7 +284,7 @@ class KafkaBroker(ManagedServer):
         jars_dir: Path | None = None,
         extra_properties: dict[str, str] | None = None,
         sasl_admin_password: str | None = None,
-        jit: Literal["quick", "steady"] = "quick",
+        jit: Jit = "quick",
     ) -> None:
         self.data_dir = Path(data_dir).expanduser().absolute()
         self.jit = jit
@@ -509,7 +512,7 @@ class KafkaBroker(ManagedServer):
         )
         self.log4j_properties_file.write_text(_LOG4J_PROPERTIES)
 
-    def _java_base(self, java: Path, jars: Path, jit: str = "quick") -> list[str]:
+    def _java_base(self, java: Path, jars: Path, jit: Jit = "quick") -> list[str]:
         return [
             str(java),
             *self.JIT_OPTIONS[jit],

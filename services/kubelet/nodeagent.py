@@ -417,8 +417,7 @@ class NodeAgent:
         """The Event to write, or None when the spam filter holds it back (schemas.kubeevents:
         25 about one pod, then one every 5 minutes, as a kubelet's recorder allows)."""
         meta = pod.metadata
-        if not self.spam.allow(f"Pod/{meta.namespace}/{meta.name}/{meta.uid}", time.monotonic()):
-            EVENTS_SPAM_FILTERED.inc()
+        if not self._may_record(f"Pod/{meta.namespace}/{meta.name}/{meta.uid}"):
             return None
         # Named `<pod>.<reason>`: a repeated reason aggregates on one Event (count grows).
         event = event_about(
@@ -433,6 +432,13 @@ class NodeAgent:
             host=self.name,
         )
         return ev.KubeEventRecorded(event=event)
+
+    def _may_record(self, involved: str) -> bool:
+        """May this node's recorder write an Event about `involved` now (its spam filter)?"""
+        if self.spam.allow(involved, time.monotonic()):
+            return True
+        EVENTS_SPAM_FILTERED.inc()
+        return False
 
     @staticmethod
     def _ids(pod: Pod) -> dict[str, str]:
@@ -540,10 +546,8 @@ class NodeAgent:
                 instance=self.name,
                 host=self.name,
             )
-            if self.spam.allow(f"Node/{self.name}", time.monotonic()):
+            if self._may_record(f"Node/{self.name}"):
                 await self._write_node(ev.KubeEventRecorded(event=event))
-            else:
-                EVENTS_SPAM_FILTERED.inc()
             asyncio.get_running_loop().call_later(
                 retry_delay(self._resync_failed, initial=0.5, maximum=60), self.enqueue, NODE_KEY
             )
