@@ -343,7 +343,8 @@ class ReadModel:
         try:
             catch_up = await follower.end_offsets(tps)
             self._check_ready(catch_up)
-            async for batch in follower.batches():
+            # Own writes applied on their ack come back below `applied`: not decoded again.
+            async for batch in follower.batches(applied=self.applied):
                 for bad in batch.malformed:
                     # The projector's consumer group parks it on the dead-letter topic once;
                     # every reader says so in its own log and metrics.
@@ -353,9 +354,6 @@ class ReadModel:
                     MALFORMED.labels(self.role, bad.position.topic).inc()
                 applied = self.applied
                 for record in batch.records:
-                    pos = record.position
-                    if pos.offset < applied.get(TopicPartition(pos.topic, pos.partition), 0):
-                        continue  # this process's own write, applied when it was acked
                     self._apply(record)
                 for tp, nxt in batch.next_offsets.items():
                     if nxt > applied.get(tp, 0):

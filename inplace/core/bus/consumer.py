@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.structs import ConsumerRecord
 
 from inplace.core.bus.auth import aiokafka_options
-from inplace.core.bus.headers import Accept
+from inplace.core.bus.headers import TYPE_HEADER, Accept, header
 from inplace.core.bus.producer import EventProducer, Position
 from inplace.core.observability.metrics import DEAD_LETTERS, EVENTS_CONSUMED, EVENTS_SKIPPED
 from schemas.envelope import Envelope, MalformedEvent, decode
@@ -120,16 +120,24 @@ async def decode_batch(
     role: str,
     dead_letters: DeadLetters | None,
     accept: Accept | None = None,
+    applied: Mapping[TopicPartition, int] | None = None,
 ) -> Batch:
     """`accept`: decode only the records it takes (judged by key and headers, before any
-    parsing); the others still advance their partition's position."""
+    parsing); the others still advance their partition's position. `applied`: where the
+    reader's state already is on each partition; a record before that (the reader's own
+    write, applied from its bytes on the broker's ack) is counted by its type header and not
+    decoded again."""
     batch = Batch()
     consumed: Counter[str] = Counter()
     skipped = 0
     for tp, items in raw.items():
+        floor = applied.get(tp, 0) if applied is not None else 0
         for item in items:
             if accept is not None and not accept(item):
                 skipped += 1
+                continue
+            if item.offset < floor:
+                consumed[header(item, TYPE_HEADER) or "unknown"] += 1
                 continue
             decoded = decode_record(item)
             if isinstance(decoded, Malformed):
@@ -415,11 +423,15 @@ class LogFollower:
         finally:
             await self._offsets.stop()
 
-    async def batches(self, timeout_ms: int = 200) -> AsyncIterator[Batch]:
+    async def batches(
+        self, timeout_ms: int = 200, applied: Mapping[TopicPartition, int] | None = None
+    ) -> AsyncIterator[Batch]:
+        """`applied`: the reader's position per partition, read afresh for each batch; what
+        lies before it is not decoded (`decode_batch`)."""
         while True:
             raw = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=5000)
             follow_flow(self._consumer, self._wait_ms, bool(raw))
-            yield await decode_batch(raw, self._role, None, self._accept)
+            yield await decode_batch(raw, self._role, None, self._accept, applied)
 
     async def position(self, tp: TopicPartition) -> int:
         return await self._consumer.position(tp)

@@ -6,6 +6,7 @@ import asyncio
 
 from aiokafka import TopicPartition
 from aiokafka.structs import ConsumerRecord
+from prometheus_client import REGISTRY
 
 from inplace.core.bus.consumer import decode_batch
 from inplace.core.bus.headers import of_types
@@ -46,3 +47,20 @@ def test_skipped_records_are_not_decoded_but_advance_the_position() -> None:
     assert [r.position.offset for r in batch.records] == [2]
     assert batch.malformed == []
     assert batch.next_offsets == {tp: 4}
+
+
+def test_records_before_the_readers_position_are_counted_not_decoded() -> None:
+    """A reader's own writes, applied from their bytes on the broker's ack, come back in a
+    later fetch below its position: counted as consumed by their type header, not parsed."""
+    proposed = envelope(ev.ResizeProposed(namespace="a", name="p", uid="u", containers=[]))
+    tp = TopicPartition("pods", 0)
+    labels = {"role": "own-test", "type": "ResizeProposed"}
+    items = [raw(0, None), raw(1, None), raw(2, proposed)]  # 0, 1: never parsed
+    batch = asyncio.run(decode_batch({tp: items}, "own-test", None, None, {tp: 2}))
+    assert [r.position.offset for r in batch.records] == [2]
+    assert batch.malformed == []
+    assert batch.next_offsets == {tp: 3}
+    assert REGISTRY.get_sample_value("inplace_events_consumed_total", labels) == 3
+    # Without a position every record is decoded: the two malformed ones are found.
+    batch = asyncio.run(decode_batch({tp: items}, "own-test", None))
+    assert [bad.position.offset for bad in batch.malformed] == [0, 1]
