@@ -61,9 +61,9 @@ class Settings(BaseSettings):
     # own choice (25 for the scheduler and workload controller, 0 for the rest); set, every
     # role's: less CPU per event, more lag.
     follow_fetch_wait_ms: int | None = Field(default=None, ge=0, le=1000)
-    # How long a role's young GC generations may go uncollected (ms); 0 leaves them to
-    # CPython's allocation count alone, which a role in steady state hardly moves
-    # (observability/gcpauses.py).
+    # How long a role's young GC generations may go unfrozen (ms): frozen, no collection but
+    # the full one walks them; 0 leaves them to CPython's allocation count alone, which a role
+    # in steady state hardly moves (observability/gcpauses.py).
     gc_young_every_ms: int = Field(default=500, ge=0, le=60_000)
     # Full collections run on that timer, this often (0: never), not by CPython's rule: at
     # 50,000 pods one stalls a role 0.3-2 s (gcpauses.py). 0 for the young timer above

@@ -64,8 +64,8 @@ def test_roles_parse_http_with_httptools() -> None:
 
 
 @pytest.mark.usefixtures("no_automatic_collections")
-async def test_a_running_role_collects_its_young_generation_on_a_timer() -> None:
-    # Only the role's timer collects here: an object the role keeps leaves generation 0
+async def test_a_running_role_freezes_its_young_generation_on_a_timer() -> None:
+    # Only the role's timer acts here: an object the role keeps leaves generation 0 (frozen)
     # while the role runs (gcpauses.Collections), with no allocations to trigger it.
     server = RoleServer("test", Settings(insecure_http=True), host="127.0.0.1", port=0)
     kept = [object()]

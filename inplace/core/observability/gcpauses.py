@@ -14,10 +14,9 @@ Full collections come on a timer, not by CPython's rule. With 50,000 pods every 
 one within the same two seconds of a load's resize phase (the pods created before it had
 grown the old generation past CPython's 25%): apiserver 1.1-1.6 s, kubelet 1.6-2.1 s,
 scheduler 0.7 s, quota 0.4 s, projector 0.3-0.5 s, the cluster standing still meanwhile and
-~10% of the machine's CPU in that window. Young objects that die in cycles are still freed
-by the young collections; what the old generation holds is freed by reference counting, and
-a full collection every `INPLACE_GC_FULL_EVERY_S` (an hour; 0: never) catches cycles that
-died old, so that memory stays bounded. (With automatic collection off altogether, session
+~10% of the machine's CPU in that window. What dies is freed by reference counting, and
+a full collection every `INPLACE_GC_FULL_EVERY_S` (an hour; 0: never) catches cycles, so
+that memory stays bounded. (With automatic collection off altogether, session
 15 saw no RSS growth over a default-shape load.)
 
 CPython starts a young collection when allocations minus deallocations pass the first
@@ -26,8 +25,9 @@ so that count hardly moves while the young generation keeps every new object: un
 resize load the kubelet's young generation held 40,000-120,000 objects when a collection
 finally came, each costing ~1 us to walk (scattered over a heap of hundreds of MB): pauses of
 50-160 ms of CPU, 220-400 ms of wall time on busy cores, which were the p99 of a paced load.
-`Collections` collects the young generations whenever none ran for half a second
-(`INPLACE_GC_YOUNG_EVERY_MS`), so each collection walks what half a second left behind.
+`Collections` collected the young generations whenever none ran for half a second
+(`INPLACE_GC_YOUNG_EVERY_MS`), so each collection walked what half a second left behind; it
+now freezes them instead (below).
 
 What a timed young collection leaves alive is frozen (`gc.freeze`: CPython's permanent
 generation, which no collection walks) until the next full collection, which unfreezes it
@@ -43,6 +43,16 @@ before (three runs); frozen, threshold 10,000: 1.92 / 3.24 / 0.76 / 0.69 / 1.61;
 50,000: 1.21 / 1.89 / 0.61 / 0.57 / 1.05, and no collection but the full ones over 110 ms.
 Reference counting frees a frozen object as before; only a cycle among frozen objects waits
 for the full collection, as one in the old generation always did.
+
+The tick no longer collects at all: it only freezes (session 19). Walking the young
+survivors was still 9-13% of each role's CPU at the default shape (py-spy of the apiserver,
+kubelet, scheduler and quota: the pods decoded into each hot set, ~150 objects each, walked
+once), ~13.5 s of pauses over the roles per 10,000 resizes, and those walks found nothing to
+free (above). `gc.freeze()` alone splices the young generations onto the frozen list without
+visiting them, so a survivor costs no collection at all; a cycle that dies young waits for the
+timed full collection like one that dies frozen, and that collection's log line (`GcPauses`)
+says how many objects it freed, so a role that starts making cyclic garbage shows it. The
+default shape, back to back (freeze / walk, two pairs): see the README's Performance section.
 """
 
 from __future__ import annotations
@@ -116,17 +126,17 @@ class GcPauses:
 
 
 class Collections:
-    """Collects generation 0 whenever no collection ran for `every` seconds, on the running
-    event loop, and freezes what survives, so the young generation holds at most that long's
-    survivors and none is walked twice (module doc). While allocations trigger collections
-    anyway (a role catching up), it adds none. Every `full_every` seconds (0: never) the tick
-    is a full collection instead, of the frozen objects too. Stopped, it unfreezes them."""
+    """Freezes the young generations whenever no collection ran for `every` seconds, on the
+    running event loop, without walking them (module doc): no collection ever visits a
+    survivor before the full one. While allocations trigger collections anyway (a role
+    catching up), it adds nothing. Every `full_every` seconds (0: never) the tick is a full
+    collection instead, of the frozen objects too. Stopped, it unfreezes them."""
 
     def __init__(self, every: float, full_every: float = 0.0) -> None:
         self.every = every
         self.full_every = full_every
-        self.collections = 0  # the ones this timer ran
-        self.full = 0  # of which full
+        self.freezes = 0  # the young generations frozen by this timer
+        self.full = 0  # full collections it ran
         self._last = time.monotonic()
         self._next_full = self._last + _jittered(full_every)
         self._timer: asyncio.TimerHandle | None = None
@@ -158,13 +168,12 @@ class Collections:
         if self.full_every > 0 and now >= self._next_full:
             gc.unfreeze()
             gc.collect()
-            self.collections += 1
             self.full += 1
             quiet = 0.0
         elif quiet >= self.every:
-            gc.collect(0)
-            gc.freeze()
-            self.collections += 1
+            gc.freeze()  # a list splice: nothing is walked (nor freed)
+            self.freezes += 1
+            self._last = now
             quiet = 0.0
         self._schedule(self.every - quiet)
 
