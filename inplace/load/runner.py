@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from inplace.core.bus.producer import EventProducer
+from inplace.core.observability import gcpauses
 from inplace.core.security.kubeconfig import Endpoint
 from inplace.core.settings import Settings
 from inplace.load import cpu
@@ -117,6 +118,13 @@ class LoadRun:
     # --- the run ------------------------------------------------------------------------------
 
     async def run(self) -> LoadResult:
+        # The tracker and the plan hold every pod and resize of the run: walked by young
+        # collections at CPython's thresholds, they cost this process (on the cluster's cores)
+        # as much as they cost the roles before their timer froze them (gcpauses.py).
+        with gcpauses.frozen_young():
+            return await self._run()
+
+    async def _run(self) -> LoadResult:
         c = self.config
         started = datetime.now(UTC)
         background: list[asyncio.Task[None]] = []

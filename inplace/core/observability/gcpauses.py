@@ -58,10 +58,12 @@ default shape, back to back (freeze / walk, two pairs): see the README's Perform
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import random
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from prometheus_client import Histogram
@@ -181,3 +183,20 @@ class Collections:
 def _jittered(seconds: float) -> float:
     """`seconds` give or take a quarter: roles started together do not stall together."""
     return seconds * random.uniform(0.75, 1.25)
+
+
+@contextlib.contextmanager
+def frozen_young(every: float = 0.5) -> Iterator[Collections]:
+    """The roles' young-generation policy for a while, in a process that is no role (the
+    load generator, whose tracker holds every pod and resize of a run): the thresholds above
+    and the freezing timer, no full collection; CPython's thresholds and the frozen objects
+    back at the end. Inside a running event loop."""
+    saved = gc.get_threshold()
+    tune()
+    timer = Collections(every)
+    timer.start()
+    try:
+        yield timer
+    finally:
+        timer.stop()
+        gc.set_threshold(*saved)
