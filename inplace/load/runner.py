@@ -118,9 +118,8 @@ class LoadRun:
     # --- the run ------------------------------------------------------------------------------
 
     async def run(self) -> LoadResult:
-        # The tracker and the plan hold every pod and resize of the run: walked by young
-        # collections at CPython's thresholds, they cost this process (on the cluster's cores)
-        # as much as they cost the roles before their timer froze them (gcpauses.py).
+        # The tracker and the plan hold every pod and resize of the run, which CPython's
+        # thresholds would walk again and again, on the cluster's cores (gcpauses.py).
         with gcpauses.frozen_young():
             return await self._run()
 
