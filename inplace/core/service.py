@@ -136,13 +136,14 @@ class RoleServer:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        gcpauses.tune(timed=self.gc_young_every > 0)
         gcpauses.GcPauses().install()
+        with gcpauses.policy(self.gc_young_every, self.gc_full_every):
+            await self._serve(loops, stop)
+
+    async def _serve(self, loops: dict[str, Loop], stop: asyncio.Event) -> None:
         # Bound here, before any loop starts: a taken port is a one-line error and exit 1
         # (uvicorn would sys.exit from inside its task, with a traceback).
         listener = self._listen()
-        collections = gcpauses.Collections(self.gc_young_every, self.gc_full_every)
-        collections.start()
         tls = self.tls.uvicorn_options() if self.tls else {}
         config = uvicorn.Config(
             self.app, host=self.host, port=self.port, log_level="warning", lifespan="off", **tls
@@ -170,7 +171,6 @@ class RoleServer:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await http
         waiter.cancel()
-        collections.stop()
         if failed:
             exc = failed[0].exception()
             raise RuntimeError(f"{self.role}: loop {failed[0].get_name()} failed: {exc}") from exc

@@ -120,7 +120,7 @@ class LoadRun:
     async def run(self) -> LoadResult:
         # The tracker and the plan hold every pod and resize of the run, which CPython's
         # thresholds would walk again and again, on the cluster's cores (gcpauses.py).
-        with gcpauses.frozen_young():
+        with gcpauses.policy():
             return await self._run()
 
     async def _run(self) -> LoadResult:

@@ -186,12 +186,12 @@ async def test_no_full_collection_when_they_are_off() -> None:
 
 
 @pytest.mark.usefixtures("no_automatic_collections")
-async def test_frozen_young_lends_the_roles_policy_for_a_while() -> None:
+async def test_policy_lends_the_roles_young_policy_for_a_while() -> None:
     # The load generator's: the roles' thresholds and freezing timer while it runs, no full
     # collection, and what it found before back at the end.
     before = gc.get_threshold()
     kept = [object()]
-    with gcpauses.frozen_young(every=0.002) as timer:
+    with gcpauses.policy(every=0.002) as timer:
         assert gc.get_threshold() == gcpauses.THRESHOLDS
         await _frozen_times(timer, 2)
         assert _frozen(kept)

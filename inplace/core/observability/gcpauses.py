@@ -187,14 +187,16 @@ def _jittered(seconds: float) -> float:
 
 
 @contextlib.contextmanager
-def frozen_young(every: float = 0.5) -> Iterator[Collections]:
-    """The roles' young-generation policy for a while, in a process that is no role (the
-    load generator, whose tracker holds every pod and resize of a run): the thresholds above
-    and the freezing timer, no full collection; CPython's thresholds and the frozen objects
-    back at the end. Inside a running event loop."""
+def policy(every: float = 0.5, full_every: float = 0.0) -> Iterator[Collections]:
+    """This module's collection policy while the block runs, inside a running event loop: the
+    thresholds above and the freezing timer every `every` seconds (0: no timer, CPython's rule
+    for full collections kept), a full collection every `full_every` (0: never). A role holds
+    it for its life; the load generator (whose tracker holds every pod and resize of a run)
+    for a run, with no full collection. CPython's thresholds and the frozen objects are back
+    at the end."""
     saved = gc.get_threshold()
-    tune()
-    timer = Collections(every)
+    tune(timed=every > 0)
+    timer = Collections(every, full_every)
     timer.start()
     try:
         yield timer
