@@ -5,7 +5,8 @@ from comparing desired (spec), allocated (the checkpoint, rebuilt from Allocated
 actual (what the runtime reports). That is what makes a SIGKILLed kubelet converge without
 applying a resize twice: after a restart the same comparison finds what is left to do.
 
-Decisions are the pure functions of `admission` and `actuation`; this module does the I/O.
+Decisions are pure functions (`admission`, `actuation`, `resizestep` for a pod's resize,
+`nodestep` for a node resize); this module does the I/O.
 Pods are handled one at a time per node, in arrival order (a FIFO of pod keys).
 """
 
@@ -27,7 +28,6 @@ from schemas.k8s import (
     RESOURCE_MEMORY,
     EventType,
     ObjectMeta,
-    ObjectReference,
     Pod,
     ResourceList,
 )
@@ -70,16 +70,9 @@ from services.kubelet.metrics import (
     RUNTIME_OP_ERRORS,
     RUNTIME_OP_SECONDS,
 )
-from services.kubelet.noderesize import (
-    eviction_message,
-    evictions,
-    node_resize_condition,
-    resync_plan,
-    starvation_condition,
-    starved_resources,
-    with_swap_and_oom,
-)
+from services.kubelet.noderesize import resync_plan, with_swap_and_oom
 from services.kubelet.noderesize_metrics import RESYNC_ERRORS, RESYNC_REQUESTS
+from services.kubelet.nodestep import capacity_change, resync_failure, resync_recovered, unplug
 from services.kubelet.podstatus import running_event
 from services.kubelet.resizebook import ResizeBook, infeasible_detail, requested_changes
 from services.kubelet.resizestep import (
@@ -452,61 +445,27 @@ class NodeAgent:
 
     async def _node_changed(self) -> None:
         """KEP-3953: the node's capacity changed. Re-admit what runs (evicting by QoS when it no
-        longer fits), resync swap limits and OOM score adj, then retry Deferred resizes. A
-        failed step is a NodeResizeFailed + FailedNodeResize condition, retried from the top."""
+        longer fits), resync swap limits and OOM score adj, then retry Deferred resizes; what
+        to do is nodestep.py's. A failed resync is retried from the top."""
         await self._restore_all()  # evictions and swap limits see every pod
         node = self.model.get("nodes", self.name)
         if node is None or node.status is None:
             return
-        allocatable = dict(node.status.allocatable or {})
-        capacity = planning_capacity(node.status)
-        old_capacity = self._capacity if self._capacity is not None else capacity
-        if (
-            allocatable == dict(self.checkpoint.allocatable)
-            and capacity == old_capacity
-            and not self._resync_failed
-        ):
+        change = capacity_change(node.status, self.checkpoint, self._capacity, self._resync_failed)
+        if change is None:
             return
-        if capacity != old_capacity or self._resync_failed:
+        if change.resync_requested:
             RESYNC_REQUESTS.labels(self.name).inc()
-        self._capacity = capacity
-        self.checkpoint = self.checkpoint.with_allocatable(allocatable)
-        if starved_resources(allocatable, list(self.checkpoint.pods.values())):
-            await self._write_node(
-                ev.NodeConditionChanged(
-                    name=self.name,
-                    condition=starvation_condition(
-                        allocatable, list(self.checkpoint.pods.values())
-                    ),
-                )
-            )
-            usage = await self._memory_usage()
-            message = eviction_message(allocatable, list(self.checkpoint.pods.values()))
-            for key in evictions(allocatable, list(self.checkpoint.pods.values()), usage):
-                pod = self._live(key)
-                if pod is not None:
-                    await self._write(
-                        ev.PodEvicted(
-                            **self._ids(pod), node_name=self.name, reason="Evicted", message=message
-                        ),
-                        key,
-                    )
-                    await self._event(pod, "Evicted", message, "Warning")
-                await self._release(key)
-            await self._write_node(
-                ev.NodeConditionChanged(
-                    name=self.name,
-                    condition=starvation_condition(
-                        allocatable, list(self.checkpoint.pods.values())
-                    ),
-                )
-            )
+        self._capacity = change.capacity
+        self.checkpoint = self.checkpoint.with_allocatable(change.allocatable)
+        if change.starved:
+            await self._unplug(change.allocatable)
         try:
             plan = resync_plan(
                 self.name,
                 list(self.checkpoint.pods.values()),
-                old_capacity,
-                capacity,
+                change.old_capacity,
+                change.capacity,
                 node.status.initial_capacity,
             )
             for update in plan:
@@ -523,41 +482,40 @@ class NodeAgent:
         except (RuntimeServiceError, ValueError) as exc:
             self._resync_failed += 1
             RESYNC_ERRORS.labels(self.name).inc()
-            await self._write_node(
-                ev.NodeResizeFailed(
-                    name=self.name,
-                    reason="FailedNodeResize",
-                    message=str(exc),
-                    attempt=self._resync_failed,
-                )
-            )
-            await self._write_node(
-                ev.NodeConditionChanged(name=self.name, condition=node_resize_condition(str(exc)))
-            )
-            # Kubernetes puts Node events in the default namespace.
-            event = event_about(
-                ObjectReference(kind="Node", name=self.name, api_version="v1"),
-                name=f"{self.name}.failednoderesize",
-                namespace="default",
-                reason="FailedNodeResize",
-                message=f"node resize resync failed: {exc}",
-                type_="Warning",
-                component="kubelet",
-                instance=self.name,
-                host=self.name,
-            )
+            failed, condition, event = resync_failure(self.name, str(exc), self._resync_failed)
+            await self._write_node(failed)
+            await self._write_node(condition)
             if self._may_record(f"Node/{self.name}"):
-                await self._write_node(ev.KubeEventRecorded(event=event))
+                await self._write_node(event)
             asyncio.get_running_loop().call_later(
                 retry_delay(self._resync_failed, initial=0.5, maximum=60), self.enqueue, NODE_KEY
             )
             return
         if self._resync_failed:
             self._resync_failed = 0
-            await self._write_node(
-                ev.NodeConditionChanged(name=self.name, condition=node_resize_condition(None))
-            )
+            await self._write_node(resync_recovered(self.name))
         self._retry_deferred("node_resized")
+
+    async def _unplug(self, allocatable: ResourceList) -> None:
+        """Evict what no longer fits (nodestep.unplug), between the starvation conditions."""
+        pods = list(self.checkpoint.pods.values())
+        step = unplug(allocatable, pods, await self._memory_usage())
+        await self._write_node(ev.NodeConditionChanged(name=self.name, condition=step.before))
+        for key in step.evict:
+            pod = self._live(key)
+            if pod is not None:
+                await self._write(
+                    ev.PodEvicted(
+                        **self._ids(pod),
+                        node_name=self.name,
+                        reason="Evicted",
+                        message=step.message,
+                    ),
+                    key,
+                )
+                await self._event(pod, "Evicted", step.message, "Warning")
+            await self._release(key)
+        await self._write_node(ev.NodeConditionChanged(name=self.name, condition=step.after))
 
     async def _memory_usage(self) -> dict[str, ResourceList]:
         """Measured memory per running pod: evictions rank Burstable pods by usage over request
