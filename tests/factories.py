@@ -67,6 +67,31 @@ def node(name: str, cpu: str = "8", memory: str = "32Gi") -> Node:
     )
 
 
+def resource_list(**values: str) -> dict[str, Quantity]:
+    """A ResourceList from keyword args (`resource_list(**{"nvidia.com/gpu": "1"})` for other
+    names)."""
+    return {name: Quantity.parse(value) for name, value in values.items()}
+
+
+def container_json(
+    name: str,
+    requests: dict[str, str] | None = None,
+    limits: dict[str, str] | None = None,
+    *,
+    sidecar: bool = False,
+) -> dict[str, Any]:
+    """A container as a manifest has it; `sidecar`: an init container that keeps running."""
+    resources: dict[str, Any] = {}
+    if requests is not None:
+        resources["requests"] = requests
+    if limits is not None:
+        resources["limits"] = limits
+    out: dict[str, Any] = {"name": name, "image": "busybox", "resources": resources}
+    if sidecar:
+        out["restartPolicy"] = "Always"
+    return out
+
+
 def resources(cpu: str, memory: str) -> ResourceRequirements:
     return ResourceRequirements.model_validate(
         {"requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": cpu, "memory": memory}}

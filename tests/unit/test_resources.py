@@ -32,29 +32,8 @@ from schemas.resources import (
     scheduling_requests,
     subtract,
 )
-
-
-def rl(**values: str) -> ResourceList:
-    """ResourceList from keyword args (`rl(**{"nvidia.com/gpu": "1"})` for other names)."""
-    return {name: Quantity.parse(value) for name, value in values.items()}
-
-
-def ctr(
-    name: str,
-    requests: dict[str, str] | None = None,
-    limits: dict[str, str] | None = None,
-    *,
-    sidecar: bool = False,
-) -> dict[str, Any]:
-    resources: dict[str, Any] = {}
-    if requests is not None:
-        resources["requests"] = requests
-    if limits is not None:
-        resources["limits"] = limits
-    out: dict[str, Any] = {"name": name, "image": "busybox", "resources": resources}
-    if sidecar:
-        out["restartPolicy"] = "Always"
-    return out
+from tests.factories import container_json as ctr
+from tests.factories import resource_list as rl
 
 
 def pod(

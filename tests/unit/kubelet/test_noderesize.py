@@ -30,6 +30,7 @@ from services.kubelet.noderesize import (
     swap_limit,
     with_swap_and_oom,
 )
+from tests.factories import container_json as ctr
 
 G = 10**9
 GI = 2**30
@@ -37,24 +38,6 @@ GI = 2**30
 
 def q(values: dict[str, str]) -> dict[str, Quantity]:
     return {k: Quantity(v) for k, v in values.items()}
-
-
-def ctr(
-    name: str,
-    requests: dict[str, str] | None = None,
-    limits: dict[str, str] | None = None,
-    *,
-    sidecar: bool = False,
-) -> dict[str, Any]:
-    resources: dict[str, Any] = {}
-    if requests is not None:
-        resources["requests"] = requests
-    if limits is not None:
-        resources["limits"] = limits
-    out: dict[str, Any] = {"name": name, "image": "busybox", "resources": resources}
-    if sidecar:
-        out["restartPolicy"] = "Always"
-    return out
 
 
 def mkpod(

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from schemas.k8s import LimitRange, Pod, ResourceList, ResourceQuota
+from schemas.k8s import LimitRange, Pod, ResourceQuota
 from schemas.quantity import Quantity
 from services.quota.admission import (
     LIMIT_RANGER_ANNOTATION,
@@ -23,30 +23,10 @@ from services.quota.admission import (
     default_limit_range_item,
     validate_limit_ranges,
 )
+from tests.factories import container_json as ctr
+from tests.factories import resource_list as rl
 
 # --- builders -------------------------------------------------------------------------------------
-
-
-def rl(**values: str) -> ResourceList:
-    return {name: Quantity.parse(value) for name, value in values.items()}
-
-
-def ctr(
-    name: str,
-    requests: dict[str, str] | None = None,
-    limits: dict[str, str] | None = None,
-    *,
-    sidecar: bool = False,
-) -> dict[str, Any]:
-    resources: dict[str, Any] = {}
-    if requests is not None:
-        resources["requests"] = requests
-    if limits is not None:
-        resources["limits"] = limits
-    out: dict[str, Any] = {"name": name, "image": "busybox", "resources": resources}
-    if sidecar:
-        out["restartPolicy"] = "Always"
-    return out
 
 
 def mkpod(

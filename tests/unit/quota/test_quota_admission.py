@@ -18,6 +18,7 @@ from schemas.k8s import Pod, ResourceList, ResourceQuota, Status, StatusDetails
 from schemas.quantity import Quantity
 from services.quota.admission import Allowed, Denied, Operation, admit
 from services.quota.usage import is_charged, pod_usage, quota_used
+from tests.factories import container_json as ctr
 
 # --- builders -------------------------------------------------------------------------------------
 
@@ -32,24 +33,6 @@ def usage(**values: str) -> ResourceList:
         name.replace("__", "/").replace("_", "."): Quantity.parse(value)
         for name, value in values.items()
     }
-
-
-def ctr(
-    name: str,
-    requests: dict[str, str] | None = None,
-    limits: dict[str, str] | None = None,
-    *,
-    sidecar: bool = False,
-) -> dict[str, Any]:
-    resources: dict[str, Any] = {}
-    if requests is not None:
-        resources["requests"] = requests
-    if limits is not None:
-        resources["limits"] = limits
-    out: dict[str, Any] = {"name": name, "image": "busybox", "resources": resources}
-    if sidecar:
-        out["restartPolicy"] = "Always"
-    return out
 
 
 def mkpod(

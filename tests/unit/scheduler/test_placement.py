@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from schemas.demand import _granted_anywhere, _non_zero_requests, demand_json, priced_row
 from schemas.k8s import Node, Pod, ResourceList
-from schemas.quantity import ZERO, Quantity
+from schemas.quantity import ZERO
 from schemas.resources import is_resize_infeasible, resize_aware_containers
 from services.scheduler.cache import (
     CapacityFreed,
@@ -37,12 +37,9 @@ from services.scheduler.placement import (
     score,
 )
 from tests import factories
+from tests.factories import resource_list as rl
 
 # --- builders -------------------------------------------------------------------------------------
-
-
-def rl(**values: str) -> ResourceList:
-    return {name: Quantity.parse(value) for name, value in values.items()}
 
 
 def ctr(
