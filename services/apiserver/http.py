@@ -273,9 +273,9 @@ async def not_older_than(request: Request, model: ReadModel, collection: str) ->
         raise errors.timeout(f"Too large resource version: {rv}, current: {current}") from None
 
 
-def matcher(request: Request, namespace: str | None) -> Callable[[dict[str, Any]], bool]:
+def matcher(request: Request, namespace: str | None, kind: str) -> Callable[[dict[str, Any]], bool]:
     labels = label_matcher(request.query_params.get("labelSelector"))
-    fields = field_matcher(request.query_params.get("fieldSelector"))
+    fields = field_matcher(request.query_params.get("fieldSelector"), kind)
 
     def match(obj: dict[str, Any]) -> bool:
         if namespace is not None and obj.get("metadata", {}).get("namespace") != namespace:
@@ -315,9 +315,9 @@ def list_or_watch(
     *,
     api_version: str = "v1",
 ) -> Response:
-    match = matcher(request, namespace)
-    asked = wants_table(request)
     kind = list_kind.removesuffix("List")
+    match = matcher(request, namespace, kind)
+    asked = wants_table(request)
     if request.query_params.get("watch") in ("true", "1"):
         return watch(
             request, collection, objects, match, (kind, asked) if asked else None, namespace

@@ -1,7 +1,10 @@
-"""Label and field selectors, as list and watch requests carry them.
+r"""Label and field selectors, as list and watch requests carry them.
 
 Labels: `a=b`, `a==b`, `a!=b`, `a in (x,y)`, `a notin (x)`, `a`, `!a` (comma = AND).
-Fields: `metadata.name`, `metadata.namespace`, `spec.nodeName`, `status.phase` with =, ==, !=.
+Fields: =, ==, != on the fields kube-apiserver makes selectable for each kind (its registry
+strategies' ToSelectableFields; `metadata.name` and `metadata.namespace` for every kind), with
+its escapes (`\,`, `\=`, `\\` in a value). `kubectl describe` lists a pod's Events by
+`involvedObject.name`, `.namespace` and `.uid`.
 """
 
 from __future__ import annotations
@@ -18,14 +21,70 @@ _SET = re.compile(r"^\s*(!?)([A-Za-z0-9_./-]+)\s+(in|notin)\s+\(([^)]*)\)\s*$")
 _EQ = re.compile(r"^\s*([A-Za-z0-9_./-]+)\s*(==|=|!=)\s*([A-Za-z0-9_.-]*)\s*$")
 _EXISTS = re.compile(r"^\s*(!?)([A-Za-z0-9_./-]+)\s*$")
 
-FIELDS: dict[str, Callable[[dict[str, Any]], str]] = {
-    "metadata.name": lambda o: o.get("metadata", {}).get("name", ""),
-    "metadata.namespace": lambda o: o.get("metadata", {}).get("namespace", ""),
-    "spec.nodeName": lambda o: o.get("spec", {}).get("nodeName", ""),
-    "status.phase": lambda o: o.get("status", {}).get("phase", ""),
-    "involvedObject.name": lambda o: o.get("involvedObject", {}).get("name", ""),
-    "involvedObject.kind": lambda o: o.get("involvedObject", {}).get("kind", ""),
+Getter = Callable[[dict[str, Any]], str]
+
+
+def _at(*path: str) -> Getter:
+    """The string at `path` ("" when absent), as a field set has every selectable field."""
+
+    def get(obj: dict[str, Any]) -> str:
+        value: Any = obj
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        return "" if value is None else str(value)
+
+    return get
+
+
+def _flag(*path: str) -> Getter:
+    """A bool at `path` as Go's strconv.FormatBool writes it (false when absent)."""
+    at = _at(*path)
+    return lambda obj: "true" if at(obj) == "True" else "false"
+
+
+_META: dict[str, Getter] = {
+    "metadata.name": _at("metadata", "name"),
+    "metadata.namespace": _at("metadata", "namespace"),
 }
+
+# Per kind, as kube-apiserver's registry strategies select them (pkg/registry/core/*).
+FIELDS: dict[str, dict[str, Getter]] = {
+    "Pod": {
+        **_META,
+        "spec.nodeName": _at("spec", "nodeName"),
+        "spec.restartPolicy": _at("spec", "restartPolicy"),
+        "spec.schedulerName": _at("spec", "schedulerName"),
+        "spec.serviceAccountName": _at("spec", "serviceAccountName"),
+        "spec.hostNetwork": _flag("spec", "hostNetwork"),
+        "status.phase": _at("status", "phase"),
+        "status.podIP": _at("status", "podIP"),
+        "status.nominatedNodeName": _at("status", "nominatedNodeName"),
+    },
+    "Event": {
+        **_META,
+        **{
+            f"involvedObject.{name}": _at("involvedObject", name)
+            for name in (
+                "kind",
+                "namespace",
+                "name",
+                "uid",
+                "apiVersion",
+                "resourceVersion",
+                "fieldPath",
+            )
+        },
+        "reason": _at("reason"),
+        "reportingComponent": _at("reportingComponent"),
+        "source": _at("source", "component"),
+        "type": _at("type"),
+    },
+    "Node": {**_META, "spec.unschedulable": _flag("spec", "unschedulable")},
+    "Namespace": {**_META, "status.phase": _at("status", "phase")},
+}
+
+_FIELD_TERM = re.compile(r"^\s*([A-Za-z0-9_.-]+)\s*(!=|==|=)(.*)$", re.DOTALL)
+_ESCAPED = re.compile(r"\\(.)")
 
 
 def _split(selector: str) -> list[str]:
@@ -76,18 +135,41 @@ def label_matcher(selector: str | None) -> Matcher:
     return match
 
 
-def field_matcher(selector: str | None, supported: tuple[str, ...] = tuple(FIELDS)) -> Matcher:
+def _field_terms(selector: str) -> list[str]:
+    """Split on the commas a backslash does not escape (apimachinery's fields.ParseSelector)."""
+    terms, current, escaped = [], "", False
+    for ch in selector:
+        if escaped:
+            current += "\\" + ch
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == ",":
+            terms.append(current)
+            current = ""
+        else:
+            current += ch
+    if escaped:
+        raise bad_request(f"invalid field selector: {selector!r}: a trailing backslash")
+    terms.append(current)
+    return [t for t in terms if t.strip()]
+
+
+def field_matcher(selector: str | None, kind: str) -> Matcher:
+    """The objects of `kind` a fieldSelector keeps; 400 for a field the kind does not select
+    by (kube-apiserver's "field label not supported") or a term that is no equality."""
     if not selector:
         return lambda obj: True
+    selectable = FIELDS.get(kind, _META)
     tests: list[Matcher] = []
-    for part in _split(selector):
-        m = _EQ.match(part)
+    for part in _field_terms(selector):
+        m = _FIELD_TERM.match(part)
         if not m:
             raise bad_request(f"invalid field selector: {part!r}")
-        name, op, value = m[1], m[2], m[3]
-        if name not in supported:
-            raise bad_request(f'field label not supported: "{name}"')
-        get = FIELDS[name]
+        name, op, value = m[1], m[2], _ESCAPED.sub(r"\1", m[3].strip())
+        get = selectable.get(name)
+        if get is None:
+            raise bad_request(f"field label not supported: {name}")
         if op == "!=":
             tests.append(lambda o, g=get, v=value: g(o) != v)
         else:

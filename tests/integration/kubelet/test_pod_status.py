@@ -95,7 +95,16 @@ async def test_running_pod_status_and_describe(
         )
         assert done["status"]["containerStatuses"][0]["containerID"] == cs["containerID"]
 
-    described = (await kubectl(apiserver, "describe", "pod", "web-0")).stdout
+    async def describe() -> str:
+        return (await kubectl(apiserver, "describe", "pod", "web-0")).stdout
+
+    # Its Events section lists them by involvedObject name, namespace and uid (a field
+    # selector kube-apiserver supports on events): "<none>" while those were refused.
+    described = await until(
+        describe, lambda out: "ResizeCompleted" in out.split("Events:")[-1], "Events described"
+    )
+    events = described.split("Events:")[-1]
+    assert "Normal  ResizeStarted" in events and "Pod resize started (generation 2)" in events
     assert "Status:       Running" in described
     assert f"IP:           {status['podIP']}" in described
     assert f"Container ID:   {cs['containerID']}" in described

@@ -35,7 +35,7 @@ def _pod(namespace: str, name: str, rv: int, labels: dict[str, str] | None = Non
 async def _first_chunk(query: str, namespace: str | None, events: list[WatchEvent]) -> list[Any]:
     pods = Collection("pods", deque(maxlen=100), last=5)
     request = _request(query, namespace)
-    response = watch(request, pods, [], matcher(request, namespace), None, namespace)
+    response = watch(request, pods, [], matcher(request, namespace, "Pod"), None, namespace)
     stream = response.body_iterator
     for event in events:  # all queued before the watcher runs: one batch of the read model
         pods.publish(event)
@@ -75,7 +75,7 @@ async def test_resume_backlog_is_filtered_by_namespace() -> None:
     for event in (_pod("a", "x", 6), _pod("b", "y", 7)):
         pods.publish(event)
     request = _request("watch=true&resourceVersion=5", "b")
-    response = watch(request, pods, [], matcher(request, "b"), None, "b")
+    response = watch(request, pods, [], matcher(request, "b", "Pod"), None, "b")
     stream = response.body_iterator
     first = await anext(stream)  # type: ignore[arg-type]
     await stream.aclose()  # type: ignore[attr-defined]
