@@ -166,7 +166,8 @@ def apply_patch(
     """`original` (an object's JSON, e.g. `pod.to_k8s()`) patched with `body`.
 
     `content_type` may carry parameters (`; charset=utf-8`), which are ignored. `kind` picks the
-    strategic-merge schema (only Pod's is known; other kinds merge maps and replace lists).
+    strategic-merge schema (Pod's, and the pod template of a CloneSet; for the other kinds
+    their metadata's lists: their own lists have no patch strategy and are replaced).
     Raises only `PatchError`.
     """
     media_type = content_type.split(";", 1)[0].strip().lower()
@@ -266,6 +267,15 @@ class _ListMeta:
 # merge by key in this project, as the issue asks). Lists not named here are replaced.
 _OBJECTS: Final[dict[str, dict[str, str]]] = {
     "Pod": {"metadata": "ObjectMeta", "spec": "PodSpec", "status": "PodStatus"},
+    # A CloneSet's template is Kubernetes' PodTemplateSpec, and its OpenAPI says so: kubectl
+    # computes a client-side apply's patch with the Pod's merge keys from it.
+    "CloneSet": {"metadata": "ObjectMeta", "spec": "CloneSetSpec"},
+    "CloneSetSpec": {"template": "PodTemplateSpec"},
+    "PodTemplateSpec": {"metadata": "ObjectMeta", "spec": "PodSpec"},
+    **{
+        kind: {"metadata": "ObjectMeta"}
+        for kind in ("Node", "Namespace", "ResourceQuota", "LimitRange", "Event")
+    },
 }
 _LISTS: Final[dict[str, dict[str, _ListMeta]]] = {
     "ObjectMeta": {

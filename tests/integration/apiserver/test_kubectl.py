@@ -79,6 +79,14 @@ async def test_apply_a_cloneset(apiserver: RoleProcess) -> None:
     assert done.stdout.strip() == "cloneset.apps.inplace.dev/web created"
     got = json.loads((await kubectl(apiserver, "get", "clonesets", "web", "-o", "json")).stdout)
     assert got["spec"]["replicas"] == 2
+    # Applied again with a bigger template (a vertical scale): kubectl's patch merges the
+    # containers by name, with $setElementOrder, as for a Pod (it was a 400 once).
+    resized = clone_set("web", 2, "200m")
+    done = await kubectl(apiserver, "apply", "-f", "-", stdin=json.dumps(resized))
+    assert done.stdout.strip() == "cloneset.apps.inplace.dev/web configured"
+    got = json.loads((await kubectl(apiserver, "get", "clonesets", "web", "-o", "json")).stdout)
+    [app] = got["spec"]["template"]["spec"]["containers"]
+    assert app["resources"]["requests"]["cpu"] == "200m" and app["image"] == "nginx:1.27"
     # Server-side: another CloneSet applied, then scaled by a second apply of its manager.
     cloneset["metadata"]["name"] = "api"
     done = await kubectl(apiserver, "apply", "--server-side", "-f", "-", stdin=json.dumps(cloneset))

@@ -332,6 +332,42 @@ def test_kubectl_resize_patch_leaves_the_other_containers_alone() -> None:
     assert _names(result) == ["c1", "c2"]
 
 
+def test_kubectl_apply_of_a_cloneset_template_merges_its_containers_by_name() -> None:
+    # What `kubectl apply` sends for a CloneSet whose template's cpu changed: it computes the
+    # patch with the Pod's merge keys from the template's OpenAPI schema (PodTemplateSpec).
+    cloneset = {
+        "apiVersion": "apps.inplace.dev/v1alpha1",
+        "kind": "CloneSet",
+        "metadata": {"name": "web", "namespace": "default", "finalizers": ["a"]},
+        "spec": {
+            "replicas": 3,
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [container("app"), container("log", "100m")]},
+            },
+        },
+    }
+    patch = {
+        "metadata": {"finalizers": ["b"]},
+        "spec": {
+            "template": {
+                "spec": {
+                    "$setElementOrder/containers": [{"name": "app"}, {"name": "log"}],
+                    "containers": [{"name": "app", "resources": {"limits": {"cpu": "1"}}}],
+                }
+            }
+        },
+    }
+    result = apply_patch(
+        cloneset, json.dumps(patch).encode(), STRATEGIC_MERGE_PATCH, kind="CloneSet"
+    )
+    containers = result["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["app", "log"]
+    assert containers[0]["resources"]["limits"] == {"cpu": "1", "memory": "256Mi"}
+    assert containers[0]["image"] == "app:1" and containers[1] == container("log", "100m")
+    assert sorted(result["metadata"]["finalizers"]) == ["a", "b"]  # merged, as for every kind
+
+
 STRATEGIC_ERRORS: list[tuple[str, bytes, int, str, str]] = [
     ("not JSON", b"{", 400, "BadRequest", "error decoding patch: "),
     ("empty body", b"", 400, "BadRequest", "error decoding patch: "),
