@@ -83,6 +83,8 @@ def authorizer() -> Authorizer:
         (ADMIN, "GET", "/metrics-anything", True),
         (WORKLOAD, "PATCH", "/api/v1/namespaces/d/pods/x/resize", True),
         (WORKLOAD, "POST", "/apis/apps.inplace.dev/v1alpha1/namespaces/d/clonesets", True),
+        (WORKLOAD, "POST", "/api/v1/namespaces/d/events", True),  # RolloutStarted …
+        (WORKLOAD, "DELETE", "/api/v1/namespaces/d/events/x", False),
         (WORKLOAD, "POST", "/api/v1/nodes", False),
         (WORKLOAD, "POST", "/api/v1/namespaces/d/resourcequotas", False),
         (WORKLOAD, "GET", "/openapi/v2", True),  # discovery: every signed-in user
