@@ -13,7 +13,7 @@ from inplace.core.projection.reducers import PARTITION_SPACE, position_of, resou
 from inplace.core.projection.state import ClusterState
 from schemas import events as ev
 from schemas.envelope import Envelope
-from schemas.k8s import NodeStatus, Pod
+from schemas.k8s import NodeCondition, NodeStatus, Pod
 from schemas.nodeswap import planning_capacity
 from tests import factories
 
@@ -474,6 +474,42 @@ def test_a_node_update_changes_labels_and_spec_never_identity_or_status() -> Non
     assert node.metadata.uid == "uid-n1"
     assert str(node.status.allocatable["cpu"]) == "8"  # the resize folded before it stays
     assert node.metadata.resource_version == str(resource_version(Position("nodes", 0, 2)))
+
+
+def test_node_conditions_get_times_from_their_events_when_a_writer_leaves_them_out() -> None:
+    # The kubelet's ResourceStarvation / FailedNodeResize conditions carry no times; folded,
+    # they have a heartbeat at each event and a transition only when their status moves.
+    starved = NodeCondition(type="ResourceStarvation", status="True", reason="Insufficient")
+    fine = NodeCondition(type="ResourceStarvation", status="False", reason="Sufficient")
+    state = _fold(
+        ev.NodeRegistered(name="n1", node=factories.node("n1")),
+        ev.NodeConditionChanged(name="n1", condition=starved),  # t0 + 1 s
+        ev.NodeConditionChanged(name="n1", condition=starved.model_copy()),  # t0 + 2 s
+        ev.NodeConditionChanged(name="n1", condition=fine),  # t0 + 3 s
+    )
+    history = factories.fold_records(
+        ev.NodeRegistered(name="n1", node=factories.node("n1")),
+        ev.NodeConditionChanged(name="n1", condition=starved),
+        ev.NodeConditionChanged(name="n1", condition=starved.model_copy()),
+    )
+    at = [record.envelope.time for record in history]
+    [condition] = [c for c in state.nodes["n1"].status.conditions if c.type == starved.type]
+    assert condition.status == "False"
+    assert condition.last_transition_time == condition.last_heartbeat_time
+    assert condition.last_heartbeat_time is not None and condition.last_heartbeat_time > at[2]
+    held = ClusterState()
+    for record in history:
+        held.apply(record)
+    [still] = [c for c in held.nodes["n1"].status.conditions if c.type == starved.type]
+    assert still.last_transition_time == at[1] and still.last_heartbeat_time == at[2]
+    # A writer's own times are kept.
+    stamped = starved.model_copy(update={"last_heartbeat_time": at[0]})
+    kept = _fold(
+        ev.NodeRegistered(name="n1", node=factories.node("n1")),
+        ev.NodeConditionChanged(name="n1", condition=stamped),
+    )
+    [own] = [c for c in kept.nodes["n1"].status.conditions if c.type == starved.type]
+    assert own.last_heartbeat_time == at[0] and own.last_transition_time == at[1]
 
 
 def test_a_namespace_update_keeps_its_creation_time() -> None:

@@ -28,6 +28,7 @@ from schemas.k8s import (
     HostIP,
     LimitRange,
     Node,
+    NodeCondition,
     Pod,
     PodCondition,
     PodIP,
@@ -368,11 +369,29 @@ def reduce_node(
     elif isinstance(payload, ev.NodeCapacityChanged) and node.status is not None:
         place_swap(node.status, payload.new_capacity, payload.new_allocatable)
     elif isinstance(payload, ev.NodeConditionChanged) and node.status is not None:
+        old = next(
+            (c for c in node.status.conditions or [] if c.type == payload.condition.type), None
+        )
         conditions = [c for c in node.status.conditions or [] if c.type != payload.condition.type]
-        conditions.append(_take(payload.condition, adopt))
+        conditions.append(_condition_times(_take(payload.condition, adopt), old, env.time))
         node.status.conditions = conditions
     _stamp_rv(node, resource_version(position))
     return node
+
+
+def _condition_times(
+    new: NodeCondition, old: NodeCondition | None, when: datetime
+) -> NodeCondition:
+    """A node condition as the kubelet's status setters write it: heartbeat now, transition
+    when its status changed (else the old one's). A writer that leaves them out (the
+    ResourceStarvation and FailedNodeResize conditions) gets the event's time, never Go's
+    zero time (`kubectl describe node` printed 0001-01-01)."""
+    if new.last_heartbeat_time is None:
+        new.last_heartbeat_time = when
+    if new.last_transition_time is None:
+        changed = old is None or old.status != new.status or old.last_transition_time is None
+        new.last_transition_time = when if changed else old.last_transition_time
+    return new
 
 
 # --- policy: namespaces, quotas, limit ranges ---------------------------------------------------
