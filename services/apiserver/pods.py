@@ -32,6 +32,7 @@ from services.apiserver.http import (
     read_body,
     server_side_apply_request,
     wants_table,
+    warn,
 )
 from services.apiserver.patching import JSON_PATCH, PatchError, apply_patch
 from services.apiserver.refusals import refused_by
@@ -207,6 +208,36 @@ class PodHandlers:
 
     async def status(self, request: Request) -> Response:
         return self._current(request.path_params["namespace"], request.path_params["name"])
+
+    async def log(self, request: Request) -> Response:
+        """pods/log, as `kubectl logs` reads it. The runtimes run no workload (the fake one
+        keeps records, the cgroup one parks a sleep in each container's cgroup), so a started
+        container's log is empty, and a Warning says why; the refusals are kube-apiserver's."""
+        name = request.path_params["name"]
+        pod = self._pod(request.path_params["namespace"], name)
+        container = request.query_params.get("container")
+        if container is None:
+            if len(pod.spec.containers) != 1:
+                names = " ".join(c.name for c in pod.spec.containers)
+                raise errors.bad_request(
+                    f"a container name must be specified for pod {name}, choose one of: [{names}]"
+                )
+            container = pod.spec.containers[0].name
+        if container not in {
+            c.name for c in [*pod.spec.containers, *(pod.spec.init_containers or [])]
+        }:
+            raise errors.bad_request(f"container {container} is not valid for pod {name}")
+        statuses = [
+            *(pod.status.container_statuses or []),
+            *(pod.status.init_container_statuses or []),
+        ]
+        state = next((s.state for s in statuses if s.name == container), None)
+        if state is None or (state.running is None and state.terminated is None):
+            raise errors.bad_request(
+                f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
+            )
+        warn(request, ["inplace runs no workload in its containers: they write no log"])
+        return Response(b"", media_type="text/plain")
 
     # --- resize subresource -----------------------------------------------------------------
 

@@ -230,3 +230,30 @@ async def test_resize_events_as_the_kubelet_emits_them(
         )
         assert resize_pending(deferred)["observedGeneration"] == 2  # type: ignore[index]
         assert deferred["metadata"]["generation"] == deferred["status"]["observedGeneration"] == 2
+
+
+async def test_kubectl_logs_of_a_started_container(
+    apiserver: RoleProcess, kubelet: RoleProcess
+) -> None:
+    """Empty (the runtimes run no workload) with a Warning saying so; kube-apiserver's refusals
+    for a container the pod does not have and one not started yet."""
+    base = f"{apiserver.url}/api/v1/namespaces/default/pods"
+    async with httpx.AsyncClient(timeout=10) as http:
+        assert (await http.post(base, json=pod("web-0"))).status_code == 201
+        pending = pod("web-1")
+        pending["spec"]["nodeName"] = "elsewhere"  # bound to a node no kubelet serves
+        assert (await http.post(base, json=pending)).status_code == 201
+
+        async def phase() -> str:
+            return str((await http.get(f"{base}/web-0")).json()["status"].get("phase"))
+
+        await until(phase, lambda p: p == "Running", "Running")
+    done = await kubectl(apiserver, "logs", "web-0")
+    assert done.stdout == ""
+    assert "they write no log" in done.stderr
+    wrong = await kubectl(apiserver, "logs", "web-0", "-c", "nope", check=False)
+    assert wrong.returncode != 0
+    assert "container nope is not valid for pod web-0" in wrong.stderr
+    waiting = await kubectl(apiserver, "logs", "web-1", check=False)
+    assert waiting.returncode != 0
+    assert 'container "app" in pod "web-1" is waiting to start: ContainerCreating' in waiting.stderr
