@@ -37,6 +37,7 @@ from services.apiserver.http import (
     requested,
     server_side_apply_request,
 )
+from services.apiserver.namespaces import empty, refuse_content, refuse_deletion
 from services.apiserver.writer import Writer
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -196,6 +197,8 @@ class ObjectHandlers:
             meta.name = meta.generate_name + uuid.uuid4().hex[:5]
         name = meta.name or ""
         _validate_name(kind, name)
+        if kind.namespaced and kind.collection != "events":  # Events may tell of the end
+            refuse_content(self.writer, namespace or "", kind.kind, name)
         refusal = node_create_refusal(current_user(), kind.collection, name)
         if refusal:
             raise errors.forbidden(
@@ -280,6 +283,10 @@ class ObjectHandlers:
         namespace, name = request.path_params.get("namespace"), request.path_params["name"]
         async with self.writer.lock((kind.collection, self._key(kind, namespace, name))):
             final = self._get(kind, namespace, name)
+            if kind.collection == "namespaces":
+                refuse_deletion(name)
+                if not dryrun.active():
+                    await empty(self.model, self.writer, name)  # its content first
             await self.writer.commit(kind.deleted(namespace or "", name))
         return ok(final)
 

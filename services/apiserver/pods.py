@@ -34,6 +34,7 @@ from services.apiserver.http import (
     wants_table,
     warn,
 )
+from services.apiserver.namespaces import refuse_content
 from services.apiserver.patching import JSON_PATCH, PatchError, apply_patch
 from services.apiserver.refusals import refused_by
 from services.apiserver.validation import (
@@ -120,6 +121,7 @@ class PodHandlers:
             raise errors.ApiError(invalid_status(KIND, pod.metadata.name or "", problems))
         self._require_namespace(namespace)
         name = pod.metadata.name or ""
+        refuse_content(self.writer, namespace, KIND, name)
         async with self.writer.lock(("pods", namespace, name)):
             if self.model.get("pods", (namespace, name)) is not None:
                 raise errors.already_exists(KIND, name)

@@ -19,6 +19,8 @@ class Writer:
         self.log = log
         # One write at a time per object in this replica: check-then-write stays atomic.
         self._locks: defaultdict[Hashable, asyncio.Lock] = defaultdict(asyncio.Lock)
+        # Namespaces this replica is emptying before it deletes them (namespaces.py).
+        self.terminating: set[str] = set()
 
     def lock(self, key: Hashable) -> asyncio.Lock:
         return self._locks[key]

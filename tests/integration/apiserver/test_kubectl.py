@@ -13,11 +13,12 @@ import httpx
 import yaml
 
 from inplace.core.settings import Settings
-from schemas.events import NODES, PODS, POLICY
+from schemas.events import NODES, PODS, POLICY, WORKLOADS
 from tests.integration.conftest import RoleProcess, kubectl, read_log
 from tests.integration.workload.conftest import clone_set
 
 MANIFESTS = Path(__file__).parent / "manifests"
+NAMESPACE_TEAM = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}
 
 
 async def test_apply_and_create_with_validation_on(apiserver: RoleProcess) -> None:
@@ -438,3 +439,42 @@ async def test_a_controller_applies_resources_through_resize(apiserver: RoleProc
         assert vpa["subresource"] == "resize" and vpa["operation"] == "Apply"
         missing = await http.patch(url, content=yaml.safe_dump(config), headers=headers)
         assert missing.status_code == 400 and "fieldManager" in missing.json()["message"]
+
+
+async def test_deleting_a_namespace_deletes_what_is_in_it(
+    apiserver: RoleProcess, settings: Settings
+) -> None:
+    """`kubectl delete namespace`: its CloneSets, then its pods, quotas and limit ranges are
+    deleted before it (the pods stayed behind, running, in no namespace)."""
+    await kubectl(apiserver, "create", "-f", "-", stdin=json.dumps(NAMESPACE_TEAM))
+    pod = yaml.safe_load((MANIFESTS / "01-nginx-docs.yaml").read_text())
+    await kubectl(apiserver, "apply", "-n", "team", "-f", "-", stdin=yaml.safe_dump(pod))
+    cloneset = json.dumps(clone_set("web", 1))
+    await kubectl(apiserver, "apply", "-n", "team", "-f", "-", stdin=cloneset)
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"},
+             "spec": {"hard": {"pods": "10"}}}  # fmt: skip
+    await kubectl(apiserver, "apply", "-n", "team", "-f", "-", stdin=json.dumps(quota))
+    await kubectl(apiserver, "apply", "-f", str(MANIFESTS / "01-nginx-docs.yaml"))  # default
+    done = await kubectl(apiserver, "delete", "namespace", "team")
+    assert done.stdout.strip() == 'namespace "team" deleted'
+    for kind in ("pods", "clonesets", "resourcequotas"):
+        left = await kubectl(apiserver, "get", kind, "-n", "team", "-o", "name")
+        assert left.stdout == "", kind
+    gone = await kubectl(apiserver, "get", "namespace", "team", check=False)
+    assert gone.returncode != 0 and "NotFound" in gone.stderr
+    still = await kubectl(apiserver, "get", "pods", "-n", "default", "-o", "name")
+    assert still.stdout.strip() == "pod/nginx"  # another namespace's content stays
+    deleted = [
+        e.type
+        for e in await read_log(settings, PODS, POLICY, WORKLOADS)
+        if e.type.endswith("Deleted")
+    ]
+    assert sorted(deleted) == [
+        "CloneSetDeleted", "NamespaceDeleted", "PodDeleted", "ResourceQuotaDeleted"
+    ]  # fmt: skip
+    policy = [e.type for e in await read_log(settings, POLICY) if e.type.endswith("Deleted")]
+    assert policy == ["ResourceQuotaDeleted", "NamespaceDeleted"]  # the namespace last
+    again = await kubectl(
+        apiserver, "apply", "-n", "team", "-f", "-", stdin=yaml.safe_dump(pod), check=False
+    )
+    assert again.returncode != 0 and 'namespaces "team" not found' in again.stderr

@@ -1,0 +1,88 @@
+"""Deleting a namespace deletes what is in it, as kube-apiserver's namespace controller does
+before the namespace goes: CloneSets first (so no controller makes a replacement pod), then
+pods (their kubelets release them and the nodes get the room back), quotas and limit ranges.
+Until the namespace is gone, this replica refuses new content in it with kube-apiserver's 403
+("… because it is being terminated"). Kubernetes Events are kept (no event deletes them).
+
+Done inside the DELETE, namespace last: an apiserver that dies half way leaves the namespace
+and the rest of its content, and a second DELETE finishes. Another replica does not know the
+namespace is terminating until it is gone, so it may still create in it meanwhile."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from inplace.core.projection.podstore import NsName
+from inplace.core.readmodel import ReadModel
+from schemas import events as ev
+from schemas.envelope import EventPayload
+from services.apiserver import errors
+from services.apiserver.writer import Writer
+
+
+def refuse_content(writer: Writer, namespace: str, kind: str, name: str) -> None:
+    """kube-apiserver's NamespaceLifecycle admission, for a create in `namespace`."""
+    if namespace in writer.terminating:
+        resource = kind.lower() + "s"
+        raise errors.forbidden(
+            f'{resource} "{name}" is forbidden: unable to create new content in namespace '
+            f"{namespace} because it is being terminated",
+            kind=resource,
+            name=name,
+        )
+
+
+# kube-apiserver's NamespaceLifecycle admission keeps these.
+IMMORTAL = frozenset({"default", "kube-system", "kube-public"})
+
+
+def refuse_deletion(namespace: str) -> None:
+    if namespace in IMMORTAL:
+        raise errors.forbidden(
+            f'namespaces "{namespace}" is forbidden: this namespace may not be deleted',
+            kind="namespaces",
+            name=namespace,
+        )
+
+
+async def empty(model: ReadModel, writer: Writer, namespace: str) -> None:
+    """Delete everything in `namespace` (above), holding new content off meanwhile."""
+    writer.terminating.add(namespace)
+    try:
+        for collection, key in contents(model, namespace):
+            async with writer.lock(_lock_key(collection, key)):
+                held = model.get(collection, key)
+                if held is not None:  # not deleted by someone else meanwhile
+                    await writer.commit(deletion(collection, key, held))
+    finally:
+        writer.terminating.discard(namespace)
+
+
+# Deleted in this order: CloneSets before their pods.
+ORDER = ("clonesets", "pods", "resourcequotas", "limitranges")
+
+
+def contents(model: ReadModel, namespace: str) -> Iterator[tuple[str, NsName]]:
+    """(collection, key) of each object in `namespace`, in deletion order."""
+    for collection in ORDER:
+        yield from ((collection, k) for k in sorted(model.objects(collection)) if k[0] == namespace)
+
+
+def deletion(collection: str, key: NsName, held: Any) -> EventPayload:
+    namespace, name = key
+    if collection == "pods":
+        return ev.PodDeleted(namespace=namespace, name=name, uid=held.metadata.uid or "")
+    if collection == "clonesets":
+        return ev.CloneSetDeleted(namespace=namespace, name=name)
+    if collection == "resourcequotas":
+        return ev.ResourceQuotaDeleted(namespace=namespace, name=name)
+    return ev.LimitRangeDeleted(namespace=namespace, name=name)
+
+
+def _lock_key(collection: str, key: NsName) -> tuple[Any, ...]:
+    """The key the collection's own handlers lock a write by (pods.py, workloads.py,
+    objects.py), so a deletion here never interleaves with theirs."""
+    if collection in ("pods", "clonesets"):
+        return (collection, *key)
+    return (collection, key)

@@ -1,0 +1,75 @@
+"""Deleting a namespace: what goes before it, in which order, and the 403 for new content
+meanwhile (services/apiserver/namespaces.py)."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+
+from inplace.core.readmodel import ReadModel
+from inplace.core.settings import Settings
+from schemas import events as ev
+from services.apiserver.errors import ApiError
+from services.apiserver.namespaces import (
+    ORDER,
+    contents,
+    deletion,
+    refuse_content,
+    refuse_deletion,
+)
+from services.apiserver.writer import Writer
+from tests import factories
+
+
+async def _model() -> ReadModel:
+    model = ReadModel(Settings(), role="apiserver", window=0)
+    async for _ in factories.feed(model, factories.every_type_stream()):
+        pass
+    return model
+
+
+async def test_a_namespace_is_emptied_clonesets_first_then_pods_quotas_limit_ranges() -> None:
+    model = await _model()
+    namespace = max({k[0] for k in model.pods}, key=lambda ns: sum(k[0] == ns for k in model.pods))
+    listed = list(contents(model, namespace))
+    expected = [
+        (collection, key)
+        for collection in ORDER
+        for key in sorted(model.objects(collection))
+        if key[0] == namespace
+    ]
+    assert listed == expected and any(c == "pods" for c, _ in listed)
+    assert [c for c, _ in listed] == sorted((c for c, _ in listed), key=ORDER.index)
+    assert all(key[0] == namespace for _, key in listed)  # nothing of another namespace
+    collection, key = next(item for item in listed if item[0] == "pods")
+    pod = model.get(collection, key)
+    assert deletion(collection, key, pod) == ev.PodDeleted(
+        namespace=key[0], name=key[1], uid=pod.metadata.uid or ""
+    )
+
+
+@pytest.mark.parametrize("kind", ["Pod", "CloneSet", "ResourceQuota"])
+def test_no_new_content_while_a_namespace_is_emptied(kind: str) -> None:
+    writer = Writer(cast(Any, None))
+    refuse_content(writer, "team", kind, "x")  # not terminating: nothing said
+    writer.terminating.add("team")
+    with pytest.raises(ApiError) as refused:
+        refuse_content(writer, "team", kind, "x")
+    assert refused.value.status.code == 403
+    assert refused.value.status.message == (
+        f'{kind.lower()}s "x" is forbidden: unable to create new content in namespace team '
+        "because it is being terminated"
+    )
+    refuse_content(writer, "other", kind, "x")  # another namespace is not held off
+
+
+@pytest.mark.parametrize("namespace", ["default", "kube-system", "kube-public"])
+def test_the_system_namespaces_may_not_be_deleted(namespace: str) -> None:
+    with pytest.raises(ApiError) as refused:
+        refuse_deletion(namespace)
+    assert refused.value.status.code == 403
+    assert refused.value.status.message == (
+        f'namespaces "{namespace}" is forbidden: this namespace may not be deleted'
+    )
+    refuse_deletion("team")  # any other may
