@@ -614,3 +614,10 @@ def with_value(doc: dict[str, Any], path: Sequence[str | int], value: Any) -> di
 def in_generation(obj: object, generation: int) -> bool:
     """Whether the cyclic GC holds `obj` in `generation` now."""
     return any(o is obj for o in gc.get_objects(generation))
+
+
+def protobuf_field(number: int, value: bytes) -> bytes:
+    """One length-delimited protobuf field (short values only), to build the bodies kubectl's
+    typed commands send."""
+    assert len(value) < 128
+    return bytes([number << 3 | 2, len(value)]) + value

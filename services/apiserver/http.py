@@ -51,7 +51,8 @@ async def read_body(
     if request.method in ("POST", "PUT"):
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media not in media_types:
-            # kubectl's typed commands (`create namespace`) send protobuf; say what we take.
+            # kubectl's typed commands send protobuf (read where a handler takes it: the
+            # self reviews, a Namespace); say what we take.
             raise errors.unsupported_media_type(
                 f"the body of the request was in an unknown format ({media}) - accepted "
                 "media types include: application/json"

@@ -103,3 +103,38 @@ def self_subject_access_review(body: bytes) -> dict[str, object]:
             elif part == 2 and isinstance(inner, bytes):
                 spec["nonResourceAttributes"] = _strings(inner, _NON_RESOURCE_ATTRIBUTES)
     return {"apiVersion": api_version, "kind": kind, "spec": spec}
+
+
+def _map(entries: list[bytes]) -> dict[str, str]:
+    """A protobuf map<string, string>: repeated entries of key (1) and value (2)."""
+    out: dict[str, str] = {}
+    for entry in entries:
+        item = _strings(entry, {1: "key", 2: "value"})
+        out[item.get("key", "")] = item.get("value", "")
+    return out
+
+
+def _object_meta(data: bytes) -> dict[str, object]:
+    """The ObjectMeta fields a create carries: name (1), generateName (2), namespace (3),
+    labels (11) and annotations (12); the server sets the rest."""
+    meta: dict[str, object] = dict(_strings(data, {1: "name", 2: "generateName", 3: "namespace"}))
+    labels = [v for n, v in fields(data) if n == 11 and isinstance(v, bytes)]
+    annotations = [v for n, v in fields(data) if n == 12 and isinstance(v, bytes)]
+    if labels:
+        meta["labels"] = _map(labels)
+    if annotations:
+        meta["annotations"] = _map(annotations)
+    return meta
+
+
+def namespace(body: bytes) -> dict[str, object]:
+    """A protobuf Namespace (`kubectl create namespace`) as the JSON object it stands for:
+    its metadata (field 1); a new namespace's spec and status are the server's."""
+    api_version, kind, raw = unwrap(body)
+    if kind != "Namespace":
+        raise ProtobufError(f"expected a Namespace, got {kind or 'no kind'}")
+    meta: dict[str, object] = {}
+    for number, value in fields(raw):
+        if number == 1 and isinstance(value, bytes):
+            meta = _object_meta(value)
+    return {"apiVersion": api_version or "v1", "kind": kind, "metadata": meta}

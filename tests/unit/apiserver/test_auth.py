@@ -18,6 +18,7 @@ from services.apiserver.auth.rbac import Policy, PolicyError
 from services.apiserver.auth.requestinfo import request_info
 from services.apiserver.protobuf import self_subject_access_review
 from tests import factories
+from tests.factories import protobuf_field as _field
 
 ADMIN = UserInfo(username="inplace-admin", groups=("system:masters", "system:authenticated"))
 WORKLOAD = UserInfo(
@@ -210,11 +211,6 @@ def test_tokens_and_certificates_authenticate() -> None:
     assert authenticator.authenticate("Bearer nope", der) == UserInfo(
         username="system:node:n1", groups=("system:nodes", "system:authenticated")
     )
-
-
-def _field(number: int, value: bytes) -> bytes:
-    assert len(value) < 128
-    return bytes([number << 3 | 2, len(value)]) + value
 
 
 def test_protobuf_self_subject_access_review() -> None:
