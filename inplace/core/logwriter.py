@@ -71,13 +71,15 @@ class LogWriter:
         *,
         cause: Envelope | Cause | None = None,
         within: float = 30.0,
+        user: UserInfo | None = None,
     ) -> list[Position]:
         """Write events decided together in one go, in order, and wait once: for the last of
         them on each partition this model follows (a partition applies in order), instead of
         a log round trip per event."""
         started = time.perf_counter()
         sent = [
-            await self._send(Envelope.wrap(p, producer=self.role, cause=cause)) for p in payloads
+            await self._send(Envelope.wrap(p, producer=self.role, cause=cause, user=user))
+            for p in payloads
         ]
         written = [(await future, encoded) for future, encoded in sent]
         self._write_seconds.observe(time.perf_counter() - started)

@@ -47,20 +47,26 @@ def refuse_deletion(namespace: str) -> None:
 
 
 async def empty(model: ReadModel, writer: Writer, namespace: str) -> None:
-    """Delete everything in `namespace` (above), holding new content off meanwhile."""
+    """Delete everything in `namespace` (above), holding new content off meanwhile: CHUNK
+    deletions a write, in `contents` order (a log round trip per chunk, not per pod)."""
     writer.terminating.add(namespace)
     try:
-        for collection, key in contents(model, namespace):
-            async with writer.lock(_lock_key(collection, key)):
-                held = model.get(collection, key)
-                if held is not None:  # not deleted by someone else meanwhile
-                    await writer.commit(deletion(collection, key, held))
+        items = list(contents(model, namespace))
+        for start in range(0, len(items), CHUNK):
+            payloads = [
+                deletion(collection, key, held)
+                for collection, key in items[start : start + CHUNK]
+                if (held := model.get(collection, key)) is not None  # not deleted meanwhile
+            ]
+            if payloads:
+                await writer.commit_all(payloads)
     finally:
         writer.terminating.discard(namespace)
 
 
 # Deleted in this order: CloneSets before their pods.
 ORDER = ("clonesets", "pods", "resourcequotas", "limitranges")
+CHUNK = 500
 
 
 def contents(model: ReadModel, namespace: str) -> Iterator[tuple[str, NsName]]:
@@ -78,11 +84,3 @@ def deletion(collection: str, key: NsName, held: Any) -> EventPayload:
     if collection == "resourcequotas":
         return ev.ResourceQuotaDeleted(namespace=namespace, name=name)
     return ev.LimitRangeDeleted(namespace=namespace, name=name)
-
-
-def _lock_key(collection: str, key: NsName) -> tuple[Any, ...]:
-    """The key the collection's own handlers lock a write by (pods.py, workloads.py,
-    objects.py), so a deletion here never interleaves with theirs."""
-    if collection in ("pods", "clonesets"):
-        return (collection, *key)
-    return (collection, key)

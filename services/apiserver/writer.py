@@ -40,3 +40,17 @@ class Writer:
             raise errors.timeout(
                 "the write is in the log but not yet visible; retry the read"
             ) from None
+
+    async def commit_all(self, payloads: list[EventPayload]) -> None:
+        """`commit` for many events decided together (a namespace's content deleted): one
+        write, one wait for the last of each partition (LogWriter.write_all)."""
+        if dryrun.active():
+            for payload in payloads:
+                await self.commit(payload)
+            return
+        try:
+            await self.log.write_all(payloads, user=current_user())
+        except TimeoutError:
+            raise errors.timeout(
+                "the writes are in the log but not yet visible; retry the read"
+            ) from None
