@@ -198,11 +198,10 @@ async def test_get_prints_kube_apiserver_columns(apiserver: RoleProcess) -> None
     quotas = _rows((await kubectl(apiserver, "get", "resourcequotas")).stdout)
     assert quotas[0] == ["NAME", "AGE", "REQUEST", "LIMIT"]
     assert quotas[1][0] == "compute"
-    # kubectl's typed generators send protobuf, which this server does not read: a clear 415.
-    typed = await kubectl(apiserver, "create", "namespace", "team-a", check=False)
+    # kubectl's typed generators send protobuf: read for a Namespace, a clear 415 elsewhere.
+    typed = await kubectl(apiserver, "create", "quota", "q", "--hard=pods=1", check=False)
     assert typed.returncode != 0 and "application/json" in typed.stderr
-    team = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}
-    await kubectl(apiserver, "create", "-f", "-", stdin=json.dumps(team))
+    await kubectl(apiserver, "create", "namespace", "team-a")
     namespaces = _rows((await kubectl(apiserver, "get", "namespaces")).stdout)
     assert namespaces[0] == ["NAME", "STATUS", "AGE"]
     assert ["default", "Active"] == namespaces[1][:2]
