@@ -21,9 +21,13 @@ from services.apiserver import errors
 from services.apiserver.writer import Writer
 
 
-def refuse_content(writer: Writer, namespace: str, kind: str, name: str) -> None:
-    """kube-apiserver's NamespaceLifecycle admission, for a create in `namespace`."""
-    if namespace in writer.terminating:
+def admit_content(model: ReadModel, writer: Writer, namespace: str, kind: str, name: str) -> None:
+    """kube-apiserver's NamespaceLifecycle admission, for a create in `namespace`: a 404 when
+    it does not exist, a 403 while this replica empties it (Events excepted: they may tell of
+    the end)."""
+    if model.get("namespaces", namespace) is None:
+        raise errors.not_found("Namespace", namespace)
+    if kind != "Event" and namespace in writer.terminating:
         resource = kind.lower() + "s"
         raise errors.forbidden(
             f'{resource} "{name}" is forbidden: unable to create new content in namespace '

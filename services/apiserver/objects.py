@@ -37,7 +37,7 @@ from services.apiserver.http import (
     requested,
     server_side_apply_request,
 )
-from services.apiserver.namespaces import empty, refuse_content, refuse_deletion
+from services.apiserver.namespaces import admit_content, empty, refuse_deletion
 from services.apiserver.writer import Writer
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -191,14 +191,12 @@ class ObjectHandlers:
                     "the namespace sent on the request"
                 )
             meta.namespace = namespace
-            if self.model.get("namespaces", namespace) is None:
-                raise errors.not_found("Namespace", namespace or "")
         if not meta.name and meta.generate_name:
             meta.name = meta.generate_name + uuid.uuid4().hex[:5]
         name = meta.name or ""
         _validate_name(kind, name)
-        if kind.namespaced and kind.collection != "events":  # Events may tell of the end
-            refuse_content(self.writer, namespace or "", kind.kind, name)
+        if kind.namespaced:
+            admit_content(self.model, self.writer, namespace or "", kind.kind, name)
         refusal = node_create_refusal(current_user(), kind.collection, name)
         if refusal:
             raise errors.forbidden(

@@ -34,7 +34,7 @@ from services.apiserver.http import (
     wants_table,
     warn,
 )
-from services.apiserver.namespaces import refuse_content
+from services.apiserver.namespaces import admit_content
 from services.apiserver.patching import JSON_PATCH, PatchError, apply_patch
 from services.apiserver.refusals import refused_by
 from services.apiserver.validation import (
@@ -64,10 +64,6 @@ class PodHandlers:
         if pod is None:
             raise errors.not_found(KIND, name)
         return pod
-
-    def _require_namespace(self, namespace: str) -> None:
-        if self.model.get("namespaces", namespace) is None:
-            raise errors.not_found("Namespace", namespace)
 
     def _current(self, namespace: str, name: str, code: int = 200) -> Response:
         """The pod as stored: its JSON, served without decoding it (in a dry run, the pod the
@@ -119,9 +115,8 @@ class PodHandlers:
         problems = validate_pod_create(pod)
         if problems:
             raise errors.ApiError(invalid_status(KIND, pod.metadata.name or "", problems))
-        self._require_namespace(namespace)
         name = pod.metadata.name or ""
-        refuse_content(self.writer, namespace, KIND, name)
+        admit_content(self.model, self.writer, namespace, KIND, name)
         async with self.writer.lock(("pods", namespace, name)):
             if self.model.get("pods", (namespace, name)) is not None:
                 raise errors.already_exists(KIND, name)

@@ -33,7 +33,7 @@ from services.apiserver.http import (
     requested,
     server_side_apply_request,
 )
-from services.apiserver.namespaces import refuse_content
+from services.apiserver.namespaces import admit_content
 from services.apiserver.openapi import CLONESET_DEFINITION, all_definitions
 from services.apiserver.workloadvalidation import validate_clone_set
 from services.apiserver.writer import Writer
@@ -144,9 +144,7 @@ class CloneSetHandlers:
         meta.generation = None
         cs.status = CloneSetStatus()
         self._check(cs)
-        if self.model.get("namespaces", namespace) is None:
-            raise errors.not_found("Namespace", namespace)
-        refuse_content(self.writer, namespace, KIND, meta.name)
+        admit_content(self.model, self.writer, namespace, KIND, meta.name)
         async with self.writer.lock((COLLECTION, namespace, meta.name)):
             if self.model.get(COLLECTION, (namespace, meta.name)) is not None:
                 raise errors.already_exists(KIND, meta.name)

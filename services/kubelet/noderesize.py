@@ -42,6 +42,7 @@ from schemas.k8s import (
 from schemas.nodeswap import SWAP_RESOURCE
 from schemas.quantity import ZERO, Quantity
 from schemas.resources import add, container_limits, container_requests, pod_requests, qos_class
+from services.kubelet.admission import pod_key
 from services.kubelet.cri import LinuxContainerResources
 
 __all__ = [
@@ -255,10 +256,6 @@ def _bytes(resources: Mapping[str, Quantity] | None, name: str) -> int:
     return max(0, resources[name].value())
 
 
-def _pod_key(pod: Pod) -> str:
-    return f"{pod.metadata.namespace}/{pod.metadata.name}"
-
-
 def _is_critical(pod: Pod) -> bool:
     # IsCriticalPod (swap is refused): priority at or above system-cluster-critical's.
     return (pod.spec.priority or 0) >= SYSTEM_CRITICAL_PRIORITY
@@ -333,8 +330,8 @@ def resync_plan(
     initial = initial_capacity if initial_capacity and RESOURCE_MEMORY in initial_capacity else None
     initial_memory = _bytes(initial or old_capacity, RESOURCE_MEMORY)
     plan: list[ContainerUpdate] = []
-    for pod in sorted(pods_with_allocations, key=_pod_key):
-        key = _pod_key(pod)
+    for pod in sorted(pods_with_allocations, key=pod_key):
+        key = pod_key(pod)
         qos = qos_class(pod)
         critical = _is_critical(pod)
         for container, sidecar in _running_containers(
@@ -452,7 +449,7 @@ def evictions(
     eviction could not help the rest fit.
     """
     pods = list(pods)
-    held = {_pod_key(p): _held(p, node_allocatable) for p in pods}
+    held = {pod_key(p): _held(p, node_allocatable) for p in pods}
     starved = _starved(held.values(), node_allocatable)
     if not starved:
         return []
@@ -460,13 +457,13 @@ def evictions(
     primary = _primary(starved)
 
     def rank(pod: Pod) -> tuple[int, Quantity, int, str]:
-        key = _pod_key(pod)
+        key = pod_key(pod)
         over = usage.get(key, {}).get(primary, ZERO) - held[key].get(primary, ZERO)
         return (_QOS_RANK[qos_class(pod)], -over, pod.spec.priority or 0, key)
 
     evicted: list[str] = []
     for pod in sorted(pods, key=rank):
-        key = _pod_key(pod)
+        key = pod_key(pod)
         measured = usage.get(key, {})
         if not any(
             ZERO < held[key].get(name, ZERO) or ZERO < measured.get(name, ZERO) for name in starved

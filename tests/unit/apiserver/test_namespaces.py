@@ -13,9 +13,9 @@ from schemas import events as ev
 from services.apiserver.errors import ApiError
 from services.apiserver.namespaces import (
     ORDER,
+    admit_content,
     contents,
     deletion,
-    refuse_content,
     refuse_deletion,
 )
 from services.apiserver.writer import Writer
@@ -51,17 +51,23 @@ async def test_a_namespace_is_emptied_clonesets_first_then_pods_quotas_limit_ran
 
 @pytest.mark.parametrize("kind", ["Pod", "CloneSet", "ResourceQuota"])
 def test_no_new_content_while_a_namespace_is_emptied(kind: str) -> None:
+    model = ReadModel(Settings(), role="apiserver", window=0)
+    model.state.namespaces.update({"team": {}, "other": {}})
     writer = Writer(cast(Any, None))
-    refuse_content(writer, "team", kind, "x")  # not terminating: nothing said
+    admit_content(model, writer, "team", kind, "x")  # not terminating: nothing said
     writer.terminating.add("team")
     with pytest.raises(ApiError) as refused:
-        refuse_content(writer, "team", kind, "x")
+        admit_content(model, writer, "team", kind, "x")
     assert refused.value.status.code == 403
     assert refused.value.status.message == (
         f'{kind.lower()}s "x" is forbidden: unable to create new content in namespace team '
         "because it is being terminated"
     )
-    refuse_content(writer, "other", kind, "x")  # another namespace is not held off
+    admit_content(model, writer, "other", kind, "x")  # another namespace is not held off
+    admit_content(model, writer, "team", "Event", "x")  # Events may tell of the end
+    with pytest.raises(ApiError) as missing:
+        admit_content(model, writer, "gone", kind, "x")
+    assert missing.value.status.code == 404
 
 
 @pytest.mark.parametrize("namespace", ["default", "kube-system", "kube-public"])
