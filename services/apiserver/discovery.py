@@ -159,7 +159,14 @@ REVIEW_GROUPS: dict[str, list[dict[str, Any]]] = {
             "namespaced": False,
             "kind": "SelfSubjectAccessReview",
             "verbs": ["create"],
-        }
+        },
+        {
+            "name": "selfsubjectrulesreviews",
+            "singularName": "selfsubjectrulesreview",
+            "namespaced": False,
+            "kind": "SelfSubjectRulesReview",
+            "verbs": ["create"],
+        },
     ],
     "authentication.k8s.io": [
         {

@@ -1,5 +1,6 @@
 """Reading Kubernetes' protobuf encoding, for the bodies kubectl's typed commands send as
-protobuf (`kubectl auth can-i` posts a SelfSubjectAccessReview that way).
+protobuf (`kubectl auth can-i` posts a SelfSubjectAccessReview that way, `--list` a
+SelfSubjectRulesReview).
 
 The wire format is four magic bytes `k8s\\0`, then a `runtime.Unknown` message whose field 2
 is the object's own message. We decode the fields of the messages we accept by number, from
@@ -102,6 +103,19 @@ def self_subject_access_review(body: bytes) -> dict[str, object]:
                 spec["resourceAttributes"] = _strings(inner, _RESOURCE_ATTRIBUTES)
             elif part == 2 and isinstance(inner, bytes):
                 spec["nonResourceAttributes"] = _strings(inner, _NON_RESOURCE_ATTRIBUTES)
+    return {"apiVersion": api_version, "kind": kind, "spec": spec}
+
+
+def self_subject_rules_review(body: bytes) -> dict[str, object]:
+    """A protobuf SelfSubjectRulesReview (`kubectl auth can-i --list`) as the JSON object it
+    stands for: its spec (field 2) holds the namespace (field 1)."""
+    api_version, kind, raw = unwrap(body)
+    if kind != "SelfSubjectRulesReview":
+        raise ProtobufError(f"expected a SelfSubjectRulesReview, got {kind or 'no kind'}")
+    spec: dict[str, object] = {}
+    for number, value in fields(raw):
+        if number == 2 and isinstance(value, bytes):
+            spec = dict(_strings(value, {1: "namespace"}))
     return {"apiVersion": api_version, "kind": kind, "spec": spec}
 
 

@@ -22,6 +22,7 @@ def audit_event(
     *,
     info: RequestInfo,
     user: UserInfo,
+    impersonated: UserInfo | None = None,
     method_uri: str,
     source_ip: str,
     user_agent: str,
@@ -46,6 +47,11 @@ def audit_event(
         "stageTimestamp": _time(datetime.now(UTC)),
         "annotations": {"authorization.k8s.io/decision": decision},
     }
+    if impersonated is not None:
+        event["impersonatedUser"] = {
+            "username": impersonated.username,
+            "groups": list(impersonated.groups),
+        }
     if reason:
         event["annotations"]["authorization.k8s.io/reason"] = reason
     if info.is_resource:

@@ -4,11 +4,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from schemas.envelope import UserInfo
-from services.apiserver.auth.nodeauthorizer import Decision, authorize_node
-from services.apiserver.auth.rbac import Policy
+from services.apiserver.auth.nodeauthorizer import Decision, authorize_node, node_name
+from services.apiserver.auth.rbac import Policy, PolicyRule
 from services.apiserver.auth.requestinfo import RequestInfo
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What a user may do in a namespace, as far as the authorizers can list it."""
+
+    rules: list[PolicyRule]
+    incomplete: bool = False
+    evaluation_error: str = ""
 
 
 class Authorizer:
@@ -23,6 +33,14 @@ class Authorizer:
         if self.policy.allows(user, info):
             return Decision(True)
         return decision  # denied; with the Node rule's reason when it had one
+
+    def rules_for(self, user: UserInfo, namespace: str) -> Rules:
+        """RBAC's rules; the Node rule's grants depend on the object, so for a kubelet the
+        list is incomplete, with the error kube-apiserver's node authorizer gives."""
+        rules = self.policy.rules_for(user, namespace)
+        if node_name(user) is not None:
+            return Rules(rules, True, "node authorizer does not support user rule resolution")
+        return Rules(rules)
 
 
 def forbidden_message(user: UserInfo, info: RequestInfo, reason: str = "") -> str:

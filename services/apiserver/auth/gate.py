@@ -1,6 +1,8 @@
 """ASGI middleware in front of the API: authenticate, authorize, record, then serve.
 
-Anonymous requests reach only PUBLIC_PATHS (401 otherwise). A denied request is a 403 with
+Anonymous requests reach only PUBLIC_PATHS (401 otherwise). A user may act as another with the
+`Impersonate-*` headers when allowed to impersonate it (`impersonation.py`); the request is then
+authorized and served as that user, and audited with both. A denied request is a 403 with
 kube-apiserver's message. Every request, allowed or not, becomes one audit event; the user
 is set for the handlers, so the events they write carry who asked.
 """
@@ -19,6 +21,7 @@ from inplace.core.security.authn import Authenticator, Unauthorized
 from inplace.core.security.tls import client_cert_der
 from schemas.envelope import UserInfo
 from services.apiserver import errors
+from services.apiserver.auth import impersonation
 from services.apiserver.auth.audit import AuditLog, audit_event
 from services.apiserver.auth.authorizer import Authorizer, forbidden_message
 from services.apiserver.auth.identity import ANONYMOUS, UNSECURED, set_current_user
@@ -52,8 +55,9 @@ class AuthGate:
         received = datetime.now(UTC)
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         info = request_info(scope["method"], scope["path"], query)
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        user, refusal, reason = self._admit(scope, headers, info)
+        raw = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]]
+        headers = dict(raw)
+        user, impersonated, refusal, reason = self._admit(scope, headers, raw, info)
         code = [500]
 
         async def recording_send(message: Message) -> None:
@@ -66,41 +70,55 @@ class AuthGate:
                 response = JSONResponse(refusal.status.to_k8s(), status_code=refusal.code)
                 await response(scope, receive, recording_send)
             else:
-                set_current_user(user)
+                set_current_user(impersonated or user)
                 await self.app(scope, receive, recording_send)
         finally:
             if self.audit is not None:
-                self._record(scope, headers, info, user, code[0], received, refusal, reason)
+                self._record(
+                    scope, headers, info, user, impersonated, code[0], received, refusal, reason
+                )
             labels = request_labels(
                 info, scope["method"], headers.get("content-type", ""), query.get("dryRun", "")
             )
             observe_request(labels, code[0], time.perf_counter() - started)
 
     def _admit(
-        self, scope: Scope, headers: dict[str, str], info: RequestInfo
-    ) -> tuple[UserInfo, errors.ApiError | None, str]:
-        """(user, the error to answer instead of serving, the authorizer's reason)."""
+        self,
+        scope: Scope,
+        headers: dict[str, str],
+        raw: list[tuple[str, str]],
+        info: RequestInfo,
+    ) -> tuple[UserInfo, UserInfo | None, errors.ApiError | None, str]:
+        """(user, whom it impersonates or None, the error to answer instead of serving, the
+        authorizer's reason)."""
         if self.authenticator is None:
-            return UNSECURED, None, ""
+            return UNSECURED, None, None, ""
         try:
             user = self.authenticator.authenticate(
                 headers.get("authorization"), client_cert_der(scope)
             )
         except Unauthorized:
-            return ANONYMOUS, errors.unauthorized(), ""
+            return ANONYMOUS, None, errors.unauthorized(), ""
         if user is None:
             if info.path in PUBLIC_PATHS:
-                return ANONYMOUS, None, ""
-            return ANONYMOUS, errors.unauthorized(), ""
-        decision = self.authorizer.authorize(user, info)
+                return ANONYMOUS, None, None, ""
+            return ANONYMOUS, None, errors.unauthorized(), ""
+        try:
+            wanted = impersonation.requested(raw)
+        except impersonation.ImpersonationError as exc:
+            return user, None, errors.internal(str(exc)), ""  # kube-apiserver's answer too
+        impersonated = None
+        if wanted is not None:
+            for check in impersonation.checks(wanted):
+                decision = self.authorizer.authorize(user, check)
+                if not decision.allowed:
+                    return user, None, _forbidden(user, check, decision.reason), decision.reason
+            impersonated = impersonation.impersonated_user(wanted)
+        acting = impersonated or user
+        decision = self.authorizer.authorize(acting, info)
         if decision.allowed:
-            return user, None, decision.reason
-        message = forbidden_message(user, info, decision.reason)
-        return (
-            user,
-            errors.forbidden(message, kind=info.resource or None, name=info.name or None),
-            decision.reason,
-        )
+            return user, impersonated, None, decision.reason
+        return user, impersonated, _forbidden(acting, info, decision.reason), decision.reason
 
     def _record(
         self,
@@ -108,6 +126,7 @@ class AuthGate:
         headers: dict[str, str],
         info: RequestInfo,
         user: UserInfo,
+        impersonated: UserInfo | None,
         code: int,
         received: datetime,
         refusal: errors.ApiError | None,
@@ -120,6 +139,7 @@ class AuthGate:
             audit_event(
                 info=info,
                 user=user,
+                impersonated=impersonated,
                 method_uri=scope["path"] + (f"?{query}" if query else ""),
                 source_ip=str(client[0]),
                 user_agent=headers.get("user-agent", ""),
@@ -129,3 +149,8 @@ class AuthGate:
                 reason=reason,
             )
         )
+
+
+def _forbidden(user: UserInfo, info: RequestInfo, reason: str) -> errors.ApiError:
+    message = forbidden_message(user, info, reason)
+    return errors.forbidden(message, kind=info.resource or None, name=info.name or None)

@@ -152,6 +152,17 @@ class Policy:
             role = self.roles.get((binding.metadata.namespace, ref.name))
         return role.rules if role else []
 
+    def rules_for(self, user: UserInfo, namespace: str) -> list[PolicyRule]:
+        """Every rule granted to `user` in `namespace`: its cluster role bindings' and the
+        namespace's role bindings' (RBAC's RulesFor, what a SelfSubjectRulesReview lists)."""
+        return [
+            rule
+            for binding in self.bindings
+            if (binding.kind == "ClusterRoleBinding" or binding.metadata.namespace == namespace)
+            and any(s.matches(user) for s in binding.subjects)
+            for rule in self._rules(binding)
+        ]
+
     def allows(self, user: UserInfo, info: RequestInfo) -> bool:
         for binding in self.bindings:
             if binding.kind == "RoleBinding" and (

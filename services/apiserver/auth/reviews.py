@@ -1,5 +1,6 @@
-"""SelfSubjectAccessReview (`kubectl auth can-i`) and SelfSubjectReview (`kubectl auth whoami`):
-a user asks what they may do and who they are; answered by the same authorizer as requests."""
+"""SelfSubjectAccessReview (`kubectl auth can-i`), SelfSubjectRulesReview (`kubectl auth can-i
+--list`) and SelfSubjectReview (`kubectl auth whoami`): a user asks what they may do and who
+they are; answered by the same authorizer as requests."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from services.apiserver import discovery, errors, protobuf
-from services.apiserver.auth.authorizer import Authorizer
+from services.apiserver.auth.authorizer import Authorizer, Rules
 from services.apiserver.auth.identity import UNSECURED, current_user
 from services.apiserver.auth.requestinfo import RequestInfo
 from services.apiserver.http import ok, parse_json, read_body
@@ -51,25 +52,54 @@ def review_request_info(spec: Any) -> RequestInfo:
     )
 
 
-async def _review_body(request: Request) -> Any:
-    """JSON, or protobuf as `kubectl auth can-i` sends it."""
+def rules_status(rules: Rules) -> dict[str, Any]:
+    """A SubjectRulesReviewStatus: each rule split into its resource and non-resource parts,
+    empty lists left out, as kube-apiserver's RBAC resolver reports them."""
+    resource: list[dict[str, Any]] = []
+    non_resource: list[dict[str, Any]] = []
+    for rule in rules.rules:
+        if rule.resources:
+            entry: dict[str, Any] = {"verbs": rule.verbs, "apiGroups": rule.api_groups}
+            entry["resources"] = rule.resources
+            if rule.resource_names:
+                entry["resourceNames"] = rule.resource_names
+            resource.append(entry)
+        if rule.non_resource_urls:
+            non_resource.append({"verbs": rule.verbs, "nonResourceURLs": rule.non_resource_urls})
+    status: dict[str, Any] = {
+        "resourceRules": resource,
+        "nonResourceRules": non_resource,
+        "incomplete": rules.incomplete,
+    }
+    if rules.evaluation_error:
+        status["evaluationError"] = rules.evaluation_error
+    return status
+
+
+async def _review_body(request: Request, kind: str) -> dict[str, Any]:
+    """A `kind` review as JSON, or decoded from protobuf as `kubectl auth can-i` sends it."""
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media != protobuf.MEDIA_TYPE:
-        return parse_json(await read_body(request))
-    raw = await read_body(request, media_types=(protobuf.MEDIA_TYPE,))
-    try:
-        return protobuf.self_subject_access_review(raw)
-    except protobuf.ProtobufError as exc:
-        raise errors.bad_request(
-            f"the protobuf body is not a SelfSubjectAccessReview: {exc}"
-        ) from None
+        body = parse_json(await read_body(request))
+    else:
+        raw = await read_body(request, media_types=(protobuf.MEDIA_TYPE,))
+        decode = (
+            protobuf.self_subject_access_review
+            if kind == "SelfSubjectAccessReview"
+            else protobuf.self_subject_rules_review
+        )
+        try:
+            body = decode(raw)
+        except protobuf.ProtobufError as exc:
+            raise errors.bad_request(f"the protobuf body is not a {kind}: {exc}") from None
+    if not isinstance(body, dict):
+        raise errors.bad_request(f"the body must be a {kind} object")
+    return body
 
 
 def review_routes(authorizer: Authorizer) -> list[Route]:
     async def access_review(request: Request) -> Response:
-        body = await _review_body(request)
-        if not isinstance(body, dict):
-            raise errors.bad_request("the body must be a SelfSubjectAccessReview object")
+        body = await _review_body(request, "SelfSubjectAccessReview")
         spec = body.get("spec")
         info = review_request_info(spec)
         user = current_user() or UNSECURED
@@ -88,6 +118,24 @@ def review_routes(authorizer: Authorizer) -> list[Route]:
             201,
         )
 
+    async def rules_review(request: Request) -> Response:
+        body = await _review_body(request, "SelfSubjectRulesReview")
+        spec = body.get("spec")
+        namespace = spec.get("namespace") if isinstance(spec, dict) else None
+        if not isinstance(namespace, str) or not namespace:
+            raise errors.bad_request("no namespace on request")  # kube-apiserver's words
+        user = current_user() or UNSECURED
+        return ok(
+            {
+                "kind": "SelfSubjectRulesReview",
+                "apiVersion": f"{AUTHZ}/v1",
+                "metadata": {"creationTimestamp": None},
+                "spec": {"namespace": namespace},
+                "status": rules_status(authorizer.rules_for(user, namespace)),
+            },
+            201,
+        )
+
     async def self_review(request: Request) -> Response:
         user = current_user() or UNSECURED
         return ok(
@@ -102,6 +150,7 @@ def review_routes(authorizer: Authorizer) -> list[Route]:
 
     routes = [
         Route(f"/apis/{AUTHZ}/v1/selfsubjectaccessreviews", access_review, methods=["POST"]),
+        Route(f"/apis/{AUTHZ}/v1/selfsubjectrulesreviews", rules_review, methods=["POST"]),
         Route(f"/apis/{AUTHN}/v1/selfsubjectreviews", self_review, methods=["POST"]),
     ]
     for group, resources in discovery.REVIEW_GROUPS.items():

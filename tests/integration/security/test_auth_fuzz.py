@@ -34,6 +34,7 @@ paths = st.sampled_from(
         "/api/v1/namespaces/default/pods",
         "/api/v1/nodes",
         "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
         "/apis/authentication.k8s.io/v1/selfsubjectreviews",
         "/version",
         "/api/v1/namespaces/default/pods/x/status",

@@ -16,7 +16,8 @@ from services.apiserver.auth.authorizer import Authorizer, forbidden_message
 from services.apiserver.auth.nodeauthorizer import node_create_refusal, node_update_refusal
 from services.apiserver.auth.rbac import Policy, PolicyError
 from services.apiserver.auth.requestinfo import request_info
-from services.apiserver.protobuf import self_subject_access_review
+from services.apiserver.auth.reviews import rules_status
+from services.apiserver.protobuf import self_subject_access_review, self_subject_rules_review
 from tests import factories
 from tests.factories import protobuf_field as _field
 
@@ -181,6 +182,76 @@ subjects: [{kind: User, name: alice}]
         ALICE, request_info("PATCH", "/api/v1/namespaces/team-b/pods/x/resize", {})
     )
     assert not policy.allows(ALICE, request_info("PATCH", "/api/v1/namespaces/team-a/pods/x", {}))
+
+
+TEAM_POLICY = """
+kind: Role
+apiVersion: rbac.authorization.k8s.io/v1
+metadata: {name: resizer, namespace: team-a}
+rules:
+  - {apiGroups: [""], resources: [pods/resize], verbs: [patch], resourceNames: [web-0]}
+  - {apiGroups: [""], resources: [pods], verbs: [get, list]}
+---
+kind: RoleBinding
+apiVersion: rbac.authorization.k8s.io/v1
+metadata: {name: devs-resize, namespace: team-a}
+roleRef: {kind: Role, name: resizer}
+subjects: [{kind: Group, name: devs}]
+---
+kind: ClusterRole
+apiVersion: rbac.authorization.k8s.io/v1
+metadata: {name: health}
+rules: [{nonResourceURLs: [/healthz], verbs: [get]}]
+---
+kind: ClusterRoleBinding
+apiVersion: rbac.authorization.k8s.io/v1
+metadata: {name: everyone-health}
+roleRef: {kind: ClusterRole, name: health}
+subjects: [{kind: Group, name: system:authenticated}]
+"""
+
+
+def test_rules_review_lists_the_namespaces_and_the_clusters_grants() -> None:
+    bob = UserInfo(username="bob", groups=("devs", "system:authenticated"))
+    rules = Authorizer(Policy.parse(TEAM_POLICY), lambda ns, name: None).rules_for(bob, "team-a")
+    assert rules_status(rules) == {
+        "resourceRules": [
+            {
+                "verbs": ["patch"],
+                "apiGroups": [""],
+                "resources": ["pods/resize"],
+                "resourceNames": ["web-0"],
+            },
+            {"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"]},
+        ],
+        "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/healthz"]}],
+        "incomplete": False,
+    }
+    elsewhere = Authorizer(Policy.parse(TEAM_POLICY), lambda ns, name: None).rules_for(bob, "b")
+    assert [r.non_resource_urls for r in elsewhere.rules] == [["/healthz"]]
+
+
+def test_a_kubelets_rules_are_incomplete(authorizer: Authorizer) -> None:
+    status = rules_status(authorizer.rules_for(NODE_A, "default"))
+    assert status["incomplete"] is True
+    assert status["evaluationError"] == "node authorizer does not support user rule resolution"
+    admin = rules_status(authorizer.rules_for(ADMIN, "default"))
+    assert {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]} in admin["resourceRules"]
+    assert admin["incomplete"] is False
+
+
+def test_protobuf_self_subject_rules_review() -> None:
+    type_meta = _field(1, b"authorization.k8s.io/v1") + _field(2, b"SelfSubjectRulesReview")
+    body = (
+        b"k8s\x00"
+        + _field(1, type_meta)
+        + _field(2, _field(1, b"") + _field(2, _field(1, b"team-a")))
+    )
+    assert self_subject_rules_review(body) == {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectRulesReview",
+        "spec": {"namespace": "team-a"},
+    }
 
 
 @pytest.mark.parametrize(
