@@ -11,6 +11,7 @@ from typing import Any
 
 from aiokafka import TopicPartition
 from aiokafka.structs import ConsumerRecord
+from google.protobuf.message import Message
 
 from inplace.core.bus.consumer import Batch, Record, decode_batch
 from inplace.core.bus.headers import TYPE_HEADER, Accept
@@ -28,6 +29,7 @@ from schemas.k8s import (
     ResourceRequirements,
     Taint,
 )
+from schemas.k8sproto.k8s.io.apimachinery.pkg.runtime import generated_pb2 as runtime_pb2
 from schemas.quantity import Quantity
 
 
@@ -616,8 +618,9 @@ def in_generation(obj: object, generation: int) -> bool:
     return any(o is obj for o in gc.get_objects(generation))
 
 
-def protobuf_field(number: int, value: bytes) -> bytes:
-    """One length-delimited protobuf field (short values only), to build the bodies kubectl's
-    typed commands send."""
-    assert len(value) < 128
-    return bytes([number << 3 | 2, len(value)]) + value
+def protobuf_body(api_version: str, kind: str, message: Message) -> bytes:
+    """An object as kubectl's typed commands send it: `k8s\\0`, then a runtime.Unknown of
+    its type meta and its Kubernetes protobuf message."""
+    unknown = runtime_pb2.Unknown(raw=message.SerializeToString())
+    unknown.typeMeta.apiVersion, unknown.typeMeta.kind = api_version, kind
+    return b"k8s\x00" + unknown.SerializeToString()

@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from inplace.core.readmodel import Collection, ReadModel, TooOld, WatchEvent, as_json
 from schemas.kubeschema import gvk_definition
-from services.apiserver import errors, fieldvalidation
+from services.apiserver import errors, fieldvalidation, protobuf
 from services.apiserver.apply import (
     ApplyConflict,
     ApplyResult,
@@ -51,8 +51,8 @@ async def read_body(
     if request.method in ("POST", "PUT"):
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media not in media_types:
-            # kubectl's typed commands send protobuf (read where a handler takes it: the
-            # self reviews, a Namespace); say what we take.
+            # kubectl's typed commands send protobuf (read_object takes it where a create
+            # does); say what we take.
             raise errors.unsupported_media_type(
                 f"the body of the request was in an unknown format ({media}) - accepted "
                 "media types include: application/json"
@@ -70,6 +70,19 @@ async def read_body(
     except ClientDisconnect:
         raise errors.bad_request("the client closed the connection") from None
     return b"".join(chunks)
+
+
+async def read_object(request: Request) -> Any:
+    """A create's body: JSON, or the protobuf kubectl's typed commands send (`kubectl run`,
+    `kubectl create namespace|quota`), read into the JSON it stands for."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != protobuf.MEDIA_TYPE:
+        return parse_json(await read_body(request))
+    raw = await read_body(request, media_types=(protobuf.MEDIA_TYPE,))
+    try:
+        return protobuf.decode(raw)
+    except protobuf.ProtobufError as exc:
+        raise errors.bad_request(f"the protobuf body cannot be read: {exc}") from None
 
 
 def parse_json(body: bytes) -> Any:

@@ -18,7 +18,7 @@ from schemas import events as ev
 from schemas.envelope import EventPayload
 from schemas.k8s import Event, LimitRange, Node, ObjectMeta, ResourceQuota
 from schemas.kubeschema import gvk_definition
-from services.apiserver import dryrun, errors, protobuf
+from services.apiserver import dryrun, errors
 from services.apiserver.auth.identity import current_user
 from services.apiserver.auth.nodeauthorizer import node_create_refusal, node_update_refusal
 from services.apiserver.fielderrors import FieldError, invalid, invalid_status
@@ -32,8 +32,8 @@ from services.apiserver.http import (
     not_older_than,
     ok,
     ok_object,
-    parse_json,
     read_body,
+    read_object,
     requested,
     server_side_apply_request,
 )
@@ -176,7 +176,7 @@ class ObjectHandlers:
     async def create(self, request: Request) -> Response:
         kind = self._kind(request)
         namespace = request.path_params.get("namespace")
-        return await self._create(request, kind, namespace, await _created(request, kind))
+        return await self._create(request, kind, namespace, await read_object(request))
 
     async def _create(
         self, request: Request, kind: Kind, namespace: str | None, data: Any
@@ -287,19 +287,6 @@ class ObjectHandlers:
                     await empty(self.model, self.writer, name)  # its content first
             await self.writer.commit(kind.deleted(namespace or "", name))
         return ok(final)
-
-
-async def _created(request: Request, kind: Kind) -> Any:
-    """The body of a create: JSON, or for a Namespace the protobuf `kubectl create namespace`
-    sends (its typed generators speak protobuf)."""
-    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media != protobuf.MEDIA_TYPE or kind.kind != "Namespace":
-        return parse_json(await read_body(request))
-    raw = await read_body(request, media_types=(protobuf.MEDIA_TYPE,))
-    try:
-        return protobuf.namespace(raw)
-    except protobuf.ProtobufError as exc:
-        raise errors.bad_request(f"the protobuf body is not a Namespace: {exc}") from None
 
 
 def _keep_system_fields(old: Any, new: Any, kept: tuple[str, ...]) -> None:

@@ -30,6 +30,7 @@ from services.apiserver.http import (
     ok_object,
     parse_json,
     read_body,
+    read_object,
     server_side_apply_request,
     wants_table,
     warn,
@@ -93,8 +94,7 @@ class PodHandlers:
 
     async def create(self, request: Request) -> Response:
         namespace = request.path_params["namespace"]
-        data = parse_json(await read_body(request))
-        return await self._create(request, namespace, data)
+        return await self._create(request, namespace, await read_object(request))
 
     async def _create(self, request: Request, namespace: str, data: Any) -> Response:
         check_kind(data, KIND)

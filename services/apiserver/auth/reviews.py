@@ -10,11 +10,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from services.apiserver import discovery, errors, protobuf
+from services.apiserver import discovery, errors
 from services.apiserver.auth.authorizer import Authorizer, Rules
 from services.apiserver.auth.identity import UNSECURED, current_user
 from services.apiserver.auth.requestinfo import RequestInfo
-from services.apiserver.http import ok, parse_json, read_body
+from services.apiserver.http import ok, read_object
 
 AUTHZ = "authorization.k8s.io"
 AUTHN = "authentication.k8s.io"
@@ -77,22 +77,9 @@ def rules_status(rules: Rules) -> dict[str, Any]:
 
 
 async def _review_body(request: Request, kind: str) -> dict[str, Any]:
-    """A `kind` review as JSON, or decoded from protobuf as `kubectl auth can-i` sends it."""
-    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media != protobuf.MEDIA_TYPE:
-        body = parse_json(await read_body(request))
-    else:
-        raw = await read_body(request, media_types=(protobuf.MEDIA_TYPE,))
-        decode = (
-            protobuf.self_subject_access_review
-            if kind == "SelfSubjectAccessReview"
-            else protobuf.self_subject_rules_review
-        )
-        try:
-            body = decode(raw)
-        except protobuf.ProtobufError as exc:
-            raise errors.bad_request(f"the protobuf body is not a {kind}: {exc}") from None
-    if not isinstance(body, dict):
+    """A `kind` review, in JSON or in protobuf as `kubectl auth can-i` sends it."""
+    body = await read_object(request)
+    if not isinstance(body, dict) or body.get("kind", kind) != kind:
         raise errors.bad_request(f"the body must be a {kind} object")
     return body
 

@@ -198,13 +198,50 @@ async def test_get_prints_kube_apiserver_columns(apiserver: RoleProcess) -> None
     quotas = _rows((await kubectl(apiserver, "get", "resourcequotas")).stdout)
     assert quotas[0] == ["NAME", "AGE", "REQUEST", "LIMIT"]
     assert quotas[1][0] == "compute"
-    # kubectl's typed generators send protobuf: read for a Namespace, a clear 415 elsewhere.
-    typed = await kubectl(apiserver, "create", "quota", "q", "--hard=pods=1", check=False)
-    assert typed.returncode != 0 and "application/json" in typed.stderr
+    # kubectl's typed generators send protobuf (Kubernetes' own messages, read as JSON).
+    await kubectl(apiserver, "create", "quota", "q", "--hard=pods=1,cpu=2")
+    quota = json.loads((await kubectl(apiserver, "get", "quota", "q", "-o", "json")).stdout)
+    assert quota["spec"]["hard"] == {"pods": "1", "cpu": "2"}
     await kubectl(apiserver, "create", "namespace", "team-a")
     namespaces = _rows((await kubectl(apiserver, "get", "namespaces")).stdout)
     assert namespaces[0] == ["NAME", "STATUS", "AGE"]
     assert ["default", "Active"] == namespaces[1][:2]
+
+
+async def test_kubectl_run_then_resize(apiserver: RoleProcess) -> None:
+    """The pod `kubectl run` makes (its overrides merged), resized."""
+    resources = {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "500m"}}
+    overrides = {"spec": {"containers": [{"name": "web", "resources": resources}]}}
+    await kubectl(
+        apiserver, "run", "web", "--image=nginx", "--labels=app=web", "--port=80",
+        f"--overrides={json.dumps(overrides)}", "--override-type=strategic", "--", "nginx",
+        "-g", "daemon off;",
+    )  # fmt: skip
+    pod = json.loads((await kubectl(apiserver, "get", "pod", "web", "-o", "json")).stdout)
+    assert pod["metadata"]["labels"] == {"app": "web"}
+    (container,) = pod["spec"]["containers"]
+    assert (container["name"], container["image"]) == ("web", "nginx")
+    assert container["args"] == ["nginx", "-g", "daemon off;"]
+    assert container["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+    assert container["resources"] == resources
+    # Defaulted as a JSON create is (an untagged image is pulled Always).
+    assert (container["imagePullPolicy"], pod["spec"]["schedulerName"]) == (
+        "Always",
+        "default-scheduler",
+    )
+    resize = {"spec": {"containers": [{"name": "web", "resources": {"requests": {"cpu": "300m"}}}]}}
+    await kubectl(
+        apiserver, "patch", "pod", "web", "--subresource=resize", "-p", json.dumps(resize)
+    )
+    cpu = await kubectl(
+        apiserver,
+        "get",
+        "pod",
+        "web",
+        "-o",
+        "jsonpath={.spec.containers[0].resources.requests.cpu}",
+    )
+    assert cpu.stdout == "300m"
 
 
 async def test_namespaces_nodes_and_quotas_are_applied_again_with_validation_on(

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
@@ -16,6 +17,8 @@ from inplace.core.projection.replay import pod_history
 from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.envelope import Envelope
+from schemas.k8sproto.k8s.io.api.core.v1 import generated_pb2 as core_v1
+from tests.factories import protobuf_body
 from tests.integration.conftest import RoleProcess
 
 
@@ -255,6 +258,27 @@ async def test_a_controllers_event_recorder_creates_then_patches_repeats(
     assert [(e.count, e.reason, e.source.component) for e in got] == [
         (2, "InPlaceResizedByVPA", "vpa-updater")
     ]
+    # The VPA's clients speak protobuf (its --kube-api-content-type default): a recorder's
+    # Event arrives as Kubernetes' protobuf message and reads as the JSON one above.
+    proto = core_v1.Event(reason="InPlaceResizedByVPA", message="memory up", type="Normal")
+    proto.metadata.name, proto.metadata.namespace = "web.1870b", "default"
+    proto.involvedObject.kind, proto.involvedObject.name = "Pod", "web"
+    proto.source.component, proto.count = "vpa-updater", 1
+    proto.firstTimestamp.seconds = 1_795_000_000
+    async with httpx.AsyncClient(base_url=apiserver.url) as http:
+        created = await http.post(
+            "/api/v1/namespaces/default/events",
+            content=protobuf_body("v1", "Event", proto),
+            headers={"content-type": "application/vnd.kubernetes.protobuf"},
+        )
+    assert created.status_code == 201, created.text
+    stored = await call(v1.read_namespaced_event, "web.1870b", "default")
+    assert (stored.reason, stored.source.component, stored.involved_object.name) == (
+        "InPlaceResizedByVPA",
+        "vpa-updater",
+        "web",
+    )
+    assert stored.first_timestamp.isoformat() == "2026-11-18T11:06:40+00:00"
     # The Python client labels a node with a merge patch; status stays as registered.
     await call(
         v1.create_node, {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4"}}}

@@ -17,9 +17,7 @@ from services.apiserver.auth.nodeauthorizer import node_create_refusal, node_upd
 from services.apiserver.auth.rbac import Policy, PolicyError
 from services.apiserver.auth.requestinfo import request_info
 from services.apiserver.auth.reviews import rules_status
-from services.apiserver.protobuf import self_subject_access_review, self_subject_rules_review
 from tests import factories
-from tests.factories import protobuf_field as _field
 
 ADMIN = UserInfo(username="inplace-admin", groups=("system:masters", "system:authenticated"))
 WORKLOAD = UserInfo(
@@ -240,20 +238,6 @@ def test_a_kubelets_rules_are_incomplete(authorizer: Authorizer) -> None:
     assert admin["incomplete"] is False
 
 
-def test_protobuf_self_subject_rules_review() -> None:
-    type_meta = _field(1, b"authorization.k8s.io/v1") + _field(2, b"SelfSubjectRulesReview")
-    body = (
-        b"k8s\x00"
-        + _field(1, type_meta)
-        + _field(2, _field(1, b"") + _field(2, _field(1, b"team-a")))
-    )
-    assert self_subject_rules_review(body) == {
-        "apiVersion": "authorization.k8s.io/v1",
-        "kind": "SelfSubjectRulesReview",
-        "spec": {"namespace": "team-a"},
-    }
-
-
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -282,24 +266,3 @@ def test_tokens_and_certificates_authenticate() -> None:
     assert authenticator.authenticate("Bearer nope", der) == UserInfo(
         username="system:node:n1", groups=("system:nodes", "system:authenticated")
     )
-
-
-def test_protobuf_self_subject_access_review() -> None:
-    attributes = (
-        _field(1, b"default") + _field(2, b"patch") + _field(5, b"pods") + _field(6, b"resize")
-    )
-    review = _field(2, _field(1, attributes))
-    type_meta = _field(1, b"authorization.k8s.io/v1") + _field(2, b"SelfSubjectAccessReview")
-    body = b"k8s\x00" + _field(1, type_meta) + _field(2, review)
-    assert self_subject_access_review(body) == {
-        "apiVersion": "authorization.k8s.io/v1",
-        "kind": "SelfSubjectAccessReview",
-        "spec": {
-            "resourceAttributes": {
-                "namespace": "default",
-                "verb": "patch",
-                "resource": "pods",
-                "subresource": "resize",
-            }
-        },
-    }
