@@ -468,6 +468,13 @@ class KubeEventUpdated(KubeEventPayload):
     TYPE: ClassVar[str] = "KubeEventUpdated"
 
 
+class KubeEventDeleted(KubeEventPayload):
+    """An Event deleted through the API, or with its namespace; it carries the Event as it
+    was, so it travels on its object's partition, after what it deletes."""
+
+    TYPE: ClassVar[str] = "KubeEventDeleted"
+
+
 # --- workloads --------------------------------------------------------------------------------
 
 

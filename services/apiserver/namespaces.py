@@ -1,8 +1,10 @@
 """Deleting a namespace deletes what is in it, as kube-apiserver's namespace controller does
 before the namespace goes: CloneSets first (so no controller makes a replacement pod), then
-pods (their kubelets release them and the nodes get the room back), quotas and limit ranges.
-Until the namespace is gone, this replica refuses new content in it with kube-apiserver's 403
-("… because it is being terminated"). Kubernetes Events are kept (no event deletes them).
+pods (their kubelets release them and the nodes get the room back), quotas, limit ranges and
+the namespace's Events. Until the namespace is gone, this replica refuses new content in it
+with kube-apiserver's 403 ("… because it is being terminated"), Events excepted: one recorded
+after the pass (a kubelet telling of a pod it stopped) stays, where kube's namespace controller
+would pass again.
 
 Done inside the DELETE, namespace last: an apiserver that dies half way leaves the namespace
 and the rest of its content, and a second DELETE finishes. Another replica does not know the
@@ -11,13 +13,11 @@ namespace is terminating until it is gone, so it may still create in it meanwhil
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from inplace.core.projection.podstore import NsName
 from inplace.core.readmodel import ReadModel
-from schemas import events as ev
-from schemas.envelope import EventPayload
 from services.apiserver import errors
+from services.apiserver.deletions import deletion
 from services.apiserver.writer import Writer
 
 
@@ -68,8 +68,9 @@ async def empty(model: ReadModel, writer: Writer, namespace: str) -> None:
         writer.terminating.discard(namespace)
 
 
-# Deleted in this order: CloneSets before their pods.
-ORDER = ("clonesets", "pods", "resourcequotas", "limitranges")
+# Deleted in this order: CloneSets before their pods; Events last (deleting pods may record
+# some).
+ORDER = ("clonesets", "pods", "resourcequotas", "limitranges", "events")
 CHUNK = 500
 
 
@@ -77,14 +78,3 @@ def contents(model: ReadModel, namespace: str) -> Iterator[tuple[str, NsName]]:
     """(collection, key) of each object in `namespace`, in deletion order."""
     for collection in ORDER:
         yield from ((collection, k) for k in sorted(model.objects(collection)) if k[0] == namespace)
-
-
-def deletion(collection: str, key: NsName, held: Any) -> EventPayload:
-    namespace, name = key
-    if collection == "pods":
-        return ev.PodDeleted(namespace=namespace, name=name, uid=held.metadata.uid or "")
-    if collection == "clonesets":
-        return ev.CloneSetDeleted(namespace=namespace, name=name)
-    if collection == "resourcequotas":
-        return ev.ResourceQuotaDeleted(namespace=namespace, name=name)
-    return ev.LimitRangeDeleted(namespace=namespace, name=name)

@@ -21,6 +21,7 @@ from schemas.kubeschema import gvk_definition
 from services.apiserver import dryrun, errors
 from services.apiserver.auth.identity import current_user
 from services.apiserver.auth.nodeauthorizer import node_create_refusal, node_update_refusal
+from services.apiserver.deletions import deletion
 from services.apiserver.fielderrors import FieldError, invalid, invalid_status
 from services.apiserver.http import (
     applied_new_object,
@@ -59,7 +60,7 @@ class Kind:
     namespaced: bool
     created: Callable[[str, Any], EventPayload]
     updated: Callable[[str, Any], EventPayload] | None = None
-    deleted: Callable[[str, str], EventPayload] | None = None
+    deletable: bool = False  # by the event deletions.deletion names
     # Fields an update keeps from the stored object besides identity and status.
     kept: tuple[str, ...] = ()
 
@@ -75,7 +76,7 @@ KINDS: dict[str, Kind] = {
         updated=lambda ns, o: ev.NodeUpdated(
             name=o.metadata.name, metadata=o.metadata, spec=o.spec
         ),
-        deleted=lambda ns, name: ev.NodeDeleted(name=name),
+        deletable=True,
     ),
     "namespaces": Kind(
         "Namespace",
@@ -95,7 +96,7 @@ KINDS: dict[str, Kind] = {
             annotations=o.metadata.annotations or {},
             managed_fields=o.metadata.managed_fields,
         ),
-        deleted=lambda ns, name: ev.NamespaceDeleted(namespace=name),
+        deletable=True,
     ),
     "resourcequotas": Kind(
         "ResourceQuota",
@@ -105,7 +106,7 @@ KINDS: dict[str, Kind] = {
         True,
         created=lambda ns, o: ev.ResourceQuotaCreated(namespace=ns, quota=o),
         updated=lambda ns, o: ev.ResourceQuotaUpdated(namespace=ns, quota=o),
-        deleted=lambda ns, name: ev.ResourceQuotaDeleted(namespace=ns, name=name),
+        deletable=True,
     ),
     "limitranges": Kind(
         "LimitRange",
@@ -115,7 +116,7 @@ KINDS: dict[str, Kind] = {
         True,
         created=lambda ns, o: ev.LimitRangeCreated(namespace=ns, limit_range=o),
         updated=lambda ns, o: ev.LimitRangeUpdated(namespace=ns, limit_range=o),
-        deleted=lambda ns, name: ev.LimitRangeDeleted(namespace=ns, name=name),
+        deletable=True,
     ),
     "events": Kind(
         "Event",
@@ -125,6 +126,7 @@ KINDS: dict[str, Kind] = {
         True,
         created=lambda ns, o: ev.KubeEventRecorded(event=o),
         updated=lambda ns, o: ev.KubeEventUpdated(event=o),
+        deletable=True,
         kept=("involved_object",),  # it orders the Event's partition
     ),
 }
@@ -276,16 +278,17 @@ class ObjectHandlers:
 
     async def delete(self, request: Request) -> Response:
         kind = self._kind(request)
-        if kind.deleted is None:
+        if not kind.deletable:
             raise errors.method_not_allowed()
         namespace, name = request.path_params.get("namespace"), request.path_params["name"]
-        async with self.writer.lock((kind.collection, self._key(kind, namespace, name))):
+        key = self._key(kind, namespace, name)
+        async with self.writer.lock((kind.collection, key)):
             final = self._get(kind, namespace, name)
             if kind.collection == "namespaces":
                 refuse_deletion(name)
                 if not dryrun.active():
                     await empty(self.model, self.writer, name)  # its content first
-            await self.writer.commit(kind.deleted(namespace or "", name))
+            await self.writer.commit(deletion(kind.collection, key, final))
         return ok(final)
 
 

@@ -544,6 +544,15 @@ def test_an_event_written_through_the_api_is_taken_as_written() -> None:
     assert stored.last_timestamp == T0 + timedelta(seconds=1)
 
 
+def test_a_deleted_event_is_gone_and_one_recorded_again_starts_over() -> None:
+    event = factories.kube_event(NS, NAME)
+    recorded = ev.KubeEventRecorded(event=event)
+    state = _fold(recorded, recorded, ev.KubeEventDeleted(event=event))
+    assert (NS, f"{NAME}.resizing") not in state.events
+    state = _fold(recorded, ev.KubeEventDeleted(event=event), recorded)
+    assert state.events[(NS, f"{NAME}.resizing")].count == 1
+
+
 @pytest.mark.parametrize("pos", [Position("pods", 5, 123456), Position("pods", 0, 0)])
 def test_resource_version_round_trips_to_a_position(pos: Position) -> None:
     assert position_of(resource_version(pos), "pods") == pos

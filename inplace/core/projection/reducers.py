@@ -515,12 +515,14 @@ def reduce_limit_range(
 
 def reduce_event(
     existing: Event | None, env: Envelope, position: Position, *, adopt: bool = False
-) -> Event:
+) -> Event | None:
     """Events with the same name aggregate: count grows, lastTimestamp moves (like kubelet's
     event correlator)."""
     payload = env.payload
     if not isinstance(payload, ev.KubeEventPayload):
         raise TypeError(f"not an Event: {type(payload).__name__}")
+    if isinstance(payload, ev.KubeEventDeleted):
+        return None
     new = _take(payload.event, adopt)
     new.first_timestamp = new.first_timestamp or env.time
     new.last_timestamp = new.last_timestamp or env.time

@@ -13,7 +13,7 @@ import httpx
 import yaml
 
 from inplace.core.settings import Settings
-from schemas.events import NODES, PODS, POLICY, WORKLOADS
+from schemas.events import K8S_EVENTS, NODES, PODS, POLICY, WORKLOADS
 from tests.integration.conftest import RoleProcess, kubectl, read_log
 from tests.integration.workload.conftest import clone_set
 
@@ -479,8 +479,8 @@ async def test_a_controller_applies_resources_through_resize(apiserver: RoleProc
 async def test_deleting_a_namespace_deletes_what_is_in_it(
     apiserver: RoleProcess, settings: Settings
 ) -> None:
-    """`kubectl delete namespace`: its CloneSets, then its pods, quotas and limit ranges are
-    deleted before it (the pods stayed behind, running, in no namespace)."""
+    """`kubectl delete namespace`: its CloneSets, then its pods, quotas, limit ranges and
+    Events are deleted before it (the pods stayed behind, running, in no namespace)."""
     # kubectl's typed generator sends the Namespace as protobuf (a 415 once).
     done = await kubectl(apiserver, "create", "namespace", "team")
     assert done.stdout.strip() == "namespace/team created"
@@ -492,9 +492,15 @@ async def test_deleting_a_namespace_deletes_what_is_in_it(
              "spec": {"hard": {"pods": "10"}}}  # fmt: skip
     await kubectl(apiserver, "apply", "-n", "team", "-f", "-", stdin=json.dumps(quota))
     await kubectl(apiserver, "apply", "-f", str(MANIFESTS / "01-nginx-docs.yaml"))  # default
+    for namespace in ("team", "default"):
+        event = {"apiVersion": "v1", "kind": "Event",
+                 "metadata": {"name": "nginx.1", "namespace": namespace},
+                 "involvedObject": {"kind": "Pod", "name": "nginx", "namespace": namespace},
+                 "reason": "Tested", "message": "m", "type": "Normal"}  # fmt: skip
+        await kubectl(apiserver, "create", "-f", "-", stdin=json.dumps(event))
     done = await kubectl(apiserver, "delete", "namespace", "team")
     assert done.stdout.strip() == 'namespace "team" deleted'
-    for kind in ("pods", "clonesets", "resourcequotas"):
+    for kind in ("pods", "clonesets", "resourcequotas", "events"):
         left = await kubectl(apiserver, "get", kind, "-n", "team", "-o", "name")
         assert left.stdout == "", kind
     gone = await kubectl(apiserver, "get", "namespace", "team", check=False)
@@ -509,6 +515,13 @@ async def test_deleting_a_namespace_deletes_what_is_in_it(
     assert sorted(deleted) == [
         "CloneSetDeleted", "NamespaceDeleted", "PodDeleted", "ResourceQuotaDeleted"
     ]  # fmt: skip
+    events = [e.type for e in await read_log(settings, K8S_EVENTS) if e.type.endswith("Deleted")]
+    assert events == ["KubeEventDeleted"]
+    # An Event by itself, as `kubectl delete event` does.
+    one = await kubectl(apiserver, "delete", "event", "nginx.1")
+    assert one.stdout.strip() == 'event "nginx.1" deleted'
+    left = await kubectl(apiserver, "get", "events", "-o", "name")
+    assert "event/nginx.1" not in left.stdout.split()
     policy = [e.type for e in await read_log(settings, POLICY) if e.type.endswith("Deleted")]
     assert policy == ["ResourceQuotaDeleted", "NamespaceDeleted"]  # the namespace last
     again = await kubectl(
