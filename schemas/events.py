@@ -469,10 +469,13 @@ class KubeEventUpdated(KubeEventPayload):
 
 
 class KubeEventDeleted(KubeEventPayload):
-    """An Event deleted through the API, or with its namespace; it carries the Event as it
-    was, so it travels on its object's partition, after what it deletes."""
+    """An Event deleted through the API, with its namespace, or expired (the apiserver's event
+    TTL); it carries the Event as it was, so it travels on its object's partition, after what
+    it deletes. An expiry names the version it expires: recorded again since, the Event
+    stays (several apiserver replicas may expire one Event)."""
 
     TYPE: ClassVar[str] = "KubeEventDeleted"
+    expires_version: str | None = None
 
 
 # --- workloads --------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import timedelta
 from pathlib import Path
 
 from starlette.routing import Mount
@@ -20,6 +21,7 @@ from inplace.core.security.tls import existing_credentials
 from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
 from schemas import events as ev
+from services.apiserver import eventttl
 from services.apiserver.admission import AdmissionClient
 from services.apiserver.app import build_app
 from services.apiserver.auth.audit import AuditLog
@@ -91,8 +93,21 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         routes=[Mount("", app=gate)],
         ready=ready.is_set,
     )
+    tasks = {"read-model": model.run, "bootstrap": bootstrap}
+    if config.event_ttl_s > 0:
+
+        async def expire_events() -> None:
+            await ready.wait()
+            await eventttl.sweep_forever(
+                lambda: model.objects("events").values(),
+                writer.commit_all,
+                timedelta(seconds=config.event_ttl_s),
+                config.event_sweep_s,
+            )
+
+        tasks["event-ttl"] = expire_events
     try:
-        await server.run({"read-model": model.run, "bootstrap": bootstrap})
+        await server.run(tasks)
     finally:
         await admission.close()
         await producer.stop()

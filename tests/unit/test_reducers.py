@@ -553,6 +553,17 @@ def test_a_deleted_event_is_gone_and_one_recorded_again_starts_over() -> None:
     assert state.events[(NS, f"{NAME}.resizing")].count == 1
 
 
+def test_an_expiry_of_an_older_version_leaves_the_event() -> None:
+    event = factories.kube_event(NS, NAME)
+    first = _fold(ev.KubeEventRecorded(event=event)).events[(NS, f"{NAME}.resizing")]
+    stale = ev.KubeEventDeleted(event=event, expires_version=first.metadata.resource_version)
+    # Recorded again (a new version) before the expiry decided on the first one lands.
+    again = _fold(ev.KubeEventRecorded(event=event), ev.KubeEventRecorded(event=event), stale)
+    assert again.events[(NS, f"{NAME}.resizing")].count == 2
+    gone = _fold(ev.KubeEventRecorded(event=event), stale)
+    assert (NS, f"{NAME}.resizing") not in gone.events
+
+
 @pytest.mark.parametrize("pos", [Position("pods", 5, 123456), Position("pods", 0, 0)])
 def test_resource_version_round_trips_to_a_position(pos: Position) -> None:
     assert position_of(resource_version(pos), "pods") == pos

@@ -522,6 +522,10 @@ def reduce_event(
     if not isinstance(payload, ev.KubeEventPayload):
         raise TypeError(f"not an Event: {type(payload).__name__}")
     if isinstance(payload, ev.KubeEventDeleted):
+        expires = payload.expires_version
+        if expires is not None and existing is not None:
+            if existing.metadata.resource_version != expires:
+                return existing  # recorded again after the expiry was decided
         return None
     new = _take(payload.event, adopt)
     new.first_timestamp = new.first_timestamp or env.time
