@@ -398,6 +398,13 @@ class NamespaceUpdated(PolicyEvent):
     managed_fields: list[dict[str, Any]] | None = None
 
 
+class NamespaceTerminating(PolicyEvent):
+    """A namespace's deletion began: phase Terminating and a deletionTimestamp, so every
+    apiserver replica refuses new content in it while its content is deleted."""
+
+    TYPE: ClassVar[str] = "NamespaceTerminating"
+
+
 class NamespaceDeleted(PolicyEvent):
     TYPE: ClassVar[str] = "NamespaceDeleted"
 

@@ -395,6 +395,7 @@ def every_type_stream(pods: int = 60, nodes: int = 4, seed: int = 11) -> list[En
     emit(ev.LimitRangeUpdated(namespace=ns, limit_range=wider), "apiserver")
     emit(ev.ResourceQuotaDeleted(namespace=ns, name="besteffort"), "apiserver")
     emit(ev.LimitRangeDeleted(namespace=other, name="limits"), "apiserver")
+    emit(ev.NamespaceTerminating(namespace="team-c"), "apiserver")
     emit(ev.NamespaceDeleted(namespace="team-c"), "apiserver")
     return out
 

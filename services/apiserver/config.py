@@ -32,6 +32,9 @@ class ApiserverConfig(BaseSettings):
     # kube-apiserver's --event-ttl (1h): an Event is deleted this long after its last write.
     event_ttl_s: float = Field(default=3600.0, ge=0, description="0: Events never expire")
     event_sweep_s: float = Field(default=60.0, gt=0, description="how often expiry looks")
+    namespace_sweep_s: float = Field(
+        default=30.0, gt=0, description="how often a namespace left Terminating is looked for"
+    )
 
     def limits(self) -> Limits:
         return Limits(

@@ -1,33 +1,40 @@
-"""Deleting a namespace deletes what is in it, as kube-apiserver's namespace controller does
-before the namespace goes: CloneSets first (so no controller makes a replacement pod), then
+"""Deleting a namespace deletes what is in it, as kube-apiserver and its namespace controller
+do: the namespace turns Terminating (a deletionTimestamp, phase Terminating: every apiserver
+replica then refuses new content in it with kube-apiserver's 403, "… because it is being
+terminated"), then its CloneSets go first (so no controller makes a replacement pod), then
 pods (their kubelets release them and the nodes get the room back), quotas, limit ranges and
-the namespace's Events. Until the namespace is gone, this replica refuses new content in it
-with kube-apiserver's 403 ("… because it is being terminated"), Events excepted: one recorded
-after the pass (a kubelet telling of a pod it stopped) stays, where kube's namespace controller
-would pass again.
+the namespace's Events, then the namespace.
 
-Done inside the DELETE, namespace last: an apiserver that dies half way leaves the namespace
-and the rest of its content, and a second DELETE finishes. Another replica does not know the
-namespace is terminating until it is gone, so it may still create in it meanwhile."""
+Done inside the DELETE; a namespace left Terminating (its apiserver died half way) is finished
+by any replica's sweep (`finish_terminating`), as kube's namespace controller would. An Event
+recorded after the pass (a kubelet telling of a pod it stopped) stays."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Iterator
+from typing import Any
 
 from inplace.core.projection.podstore import NsName
 from inplace.core.readmodel import ReadModel
+from schemas import events as ev
 from services.apiserver import errors
 from services.apiserver.deletions import deletion
 from services.apiserver.writer import Writer
 
 
+def terminating(held: dict[str, Any] | None) -> bool:
+    return held is not None and held.get("status", {}).get("phase") == "Terminating"
+
+
 def admit_content(model: ReadModel, writer: Writer, namespace: str, kind: str, name: str) -> None:
     """kube-apiserver's NamespaceLifecycle admission, for a create in `namespace`: a 404 when
-    it does not exist, a 403 while this replica empties it (Events excepted: they may tell of
-    the end)."""
-    if model.get("namespaces", namespace) is None:
+    it does not exist, a 403 while it terminates (Events excepted: they may tell of the end)."""
+    held = model.get("namespaces", namespace)
+    if held is None:
         raise errors.not_found("Namespace", namespace)
-    if kind != "Event" and namespace in writer.terminating:
+    if kind != "Event" and (terminating(held) or namespace in writer.terminating):
         resource = kind.lower() + "s"
         raise errors.forbidden(
             f'{resource} "{name}" is forbidden: unable to create new content in namespace '
@@ -36,6 +43,8 @@ def admit_content(model: ReadModel, writer: Writer, namespace: str, kind: str, n
             name=name,
         )
 
+
+log = logging.getLogger(__name__)
 
 # kube-apiserver's NamespaceLifecycle admission keeps these.
 IMMORTAL = frozenset({"default", "kube-system", "kube-public"})
@@ -50,22 +59,56 @@ def refuse_deletion(namespace: str) -> None:
         )
 
 
-async def empty(model: ReadModel, writer: Writer, namespace: str) -> None:
-    """Delete everything in `namespace` (above), holding new content off meanwhile: CHUNK
-    deletions a write, in `contents` order (a log round trip per chunk, not per pod)."""
-    writer.terminating.add(namespace)
+async def terminate(model: ReadModel, writer: Writer, namespace: str) -> dict[str, Any]:
+    """Delete `namespace` and its content (above); the namespace as it was, Terminating."""
+    writer.terminating.add(namespace)  # this replica's DELETE or sweep has it in hand
     try:
-        items = list(contents(model, namespace))
-        for start in range(0, len(items), CHUNK):
-            payloads = [
-                deletion(collection, key, held)
-                for collection, key in items[start : start + CHUNK]
-                if (held := model.get(collection, key)) is not None  # not deleted meanwhile
-            ]
-            if payloads:
-                await writer.commit_all(payloads)
+        if not terminating(model.get("namespaces", namespace)):
+            await writer.commit(ev.NamespaceTerminating(namespace=namespace))
+        final: dict[str, Any] = model.get("namespaces", namespace) or {}
+        await _empty(model, writer, namespace)
+        await writer.commit(ev.NamespaceDeleted(namespace=namespace))
+        return final
     finally:
         writer.terminating.discard(namespace)
+
+
+async def finish_terminating(model: ReadModel, writer: Writer) -> list[str]:
+    """Finish the namespaces left Terminating that no DELETE of this replica has in hand (an
+    apiserver died half way); the ones finished."""
+    left = [
+        name
+        for name, held in list(model.objects("namespaces").items())
+        if terminating(held) and name not in writer.terminating
+    ]
+    for name in left:
+        await terminate(model, writer, name)
+    return left
+
+
+async def sweep_forever(model: ReadModel, writer: Writer, every: float) -> None:
+    """`finish_terminating` now, then every `every` seconds; a failed pass is retried."""
+    while True:
+        try:
+            if finished := await finish_terminating(model, writer):
+                log.info("finished deleting namespaces left terminating: %s", finished)
+        except Exception as exc:  # the log unreachable, a timeout: the next pass retries
+            log.warning("finishing terminating namespaces failed: %s", exc)
+        await asyncio.sleep(every)
+
+
+async def _empty(model: ReadModel, writer: Writer, namespace: str) -> None:
+    """Delete everything in `namespace`: CHUNK deletions a write, in `contents` order (a log
+    round trip per chunk, not per pod)."""
+    items = list(contents(model, namespace))
+    for start in range(0, len(items), CHUNK):
+        payloads = [
+            deletion(collection, key, held)
+            for collection, key in items[start : start + CHUNK]
+            if (held := model.get(collection, key)) is not None  # not deleted meanwhile
+        ]
+        if payloads:
+            await writer.commit_all(payloads)
 
 
 # Deleted in this order: CloneSets before their pods; Events last (deleting pods may record

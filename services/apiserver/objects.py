@@ -38,7 +38,7 @@ from services.apiserver.http import (
     requested,
     server_side_apply_request,
 )
-from services.apiserver.namespaces import admit_content, empty, refuse_deletion
+from services.apiserver.namespaces import admit_content, refuse_deletion, terminate
 from services.apiserver.writer import Writer
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -286,8 +286,8 @@ class ObjectHandlers:
             final = self._get(kind, namespace, name)
             if kind.collection == "namespaces":
                 refuse_deletion(name)
-                if not dryrun.active():
-                    await empty(self.model, self.writer, name)  # its content first
+                if not dryrun.active():  # Terminating, its content, then itself
+                    return ok(await terminate(self.model, self.writer, name))
             await self.writer.commit(deletion(kind.collection, key, final))
         return ok(final)
 

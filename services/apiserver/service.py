@@ -21,7 +21,7 @@ from inplace.core.security.tls import existing_credentials
 from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
 from schemas import events as ev
-from services.apiserver import eventttl
+from services.apiserver import eventttl, namespaces
 from services.apiserver.admission import AdmissionClient
 from services.apiserver.app import build_app
 from services.apiserver.auth.audit import AuditLog
@@ -93,7 +93,12 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         routes=[Mount("", app=gate)],
         ready=ready.is_set,
     )
-    tasks = {"read-model": model.run, "bootstrap": bootstrap}
+
+    async def finish_namespaces() -> None:
+        await ready.wait()
+        await namespaces.sweep_forever(model, writer, config.namespace_sweep_s)
+
+    tasks = {"read-model": model.run, "bootstrap": bootstrap, "namespaces": finish_namespaces}
     if config.event_ttl_s > 0:
 
         async def expire_events() -> None:

@@ -39,6 +39,7 @@ SKIPS: dict[str, str] = {
     ev.ContainerRestarted.TYPE: "restart count and container state",
     ev.ResizeRefused.TYPE: "nothing (a refused resize changes no object); it only recomputed",
     ev.NamespaceCreated.TYPE: "namespace objects, which quota does not keep",
+    ev.NamespaceTerminating.TYPE: "namespace objects, which quota does not keep",
     ev.NamespaceDeleted.TYPE: "namespace objects, which quota does not keep",
     ev.NamespaceUpdated.TYPE: "namespace objects, which quota does not keep",
 }

@@ -524,6 +524,25 @@ def test_a_namespace_update_keeps_its_creation_time() -> None:
     assert now["resourceVersion"] != first["resourceVersion"]
 
 
+def test_a_terminating_namespace_keeps_its_phase_through_updates() -> None:
+    created = ev.NamespaceCreated(namespace="team", labels={"a": "1"})
+    state = _fold(created, ev.NamespaceTerminating(namespace="team"))
+    held = state.namespaces["team"]
+    assert held["status"] == {"phase": "Terminating"}
+    deleting = held["metadata"]["deletionTimestamp"]
+    assert deleting and held["metadata"]["labels"] == {"a": "1"}
+    state = _fold(
+        created,
+        ev.NamespaceTerminating(namespace="team"),
+        ev.NamespaceUpdated(namespace="team", labels={"a": "2"}),
+        ev.NamespaceTerminating(namespace="team"),  # a second DELETE: the first time stays
+    )
+    held = state.namespaces["team"]
+    assert held["status"] == {"phase": "Terminating"} and held["metadata"]["labels"] == {"a": "2"}
+    assert held["metadata"]["deletionTimestamp"] == deleting
+    assert "team" not in _fold(ev.NamespaceTerminating(namespace="team")).namespaces
+
+
 def test_events_with_one_name_aggregate_their_count() -> None:
     event = factories.kube_event(NS, NAME)
     state = _fold(*[ev.KubeEventRecorded(event=event)] * 3)

@@ -430,6 +430,12 @@ def reduce_namespace(
     payload = env.payload
     if isinstance(payload, ev.NamespaceDeleted):
         return None
+    if isinstance(payload, ev.NamespaceTerminating):
+        if namespace is None:
+            return None
+        metadata = {**namespace["metadata"], "resourceVersion": str(resource_version(position))}
+        metadata.setdefault("deletionTimestamp", env.time.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        return {**namespace, "metadata": metadata, "status": {"phase": "Terminating"}}
     if not isinstance(payload, ev.NamespaceCreated | ev.NamespaceUpdated):
         return namespace
     if isinstance(payload, ev.NamespaceUpdated) and namespace is not None:
@@ -443,17 +449,19 @@ def reduce_namespace(
         metadata["managedFields"] = list(payload.managed_fields)
     metadata["resourceVersion"] = str(resource_version(position))
     metadata["creationTimestamp"] = created
-    return {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": metadata,
-        "status": {"phase": "Active"},
-    }
+    status = {"phase": "Active"}
+    if namespace is not None and (deleting := namespace["metadata"].get("deletionTimestamp")):
+        metadata["deletionTimestamp"] = deleting  # labels may change while it terminates
+        status = {"phase": "Terminating"}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata, "status": status}
 
 
 def policy_key(payload: ev.PolicyEvent) -> tuple[str, str, str]:
     """(kind, namespace, name) of the object a policy event touches."""
-    if isinstance(payload, ev.NamespaceCreated | ev.NamespaceUpdated | ev.NamespaceDeleted):
+    if isinstance(
+        payload,
+        ev.NamespaceCreated | ev.NamespaceUpdated | ev.NamespaceTerminating | ev.NamespaceDeleted,
+    ):
         return ("Namespace", "", payload.namespace)
     if isinstance(payload, ev.ResourceQuotaCreated | ev.ResourceQuotaUpdated):
         return ("ResourceQuota", payload.namespace, payload.quota.metadata.name or "")

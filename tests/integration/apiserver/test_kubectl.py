@@ -12,9 +12,12 @@ from pathlib import Path
 import httpx
 import yaml
 
+from inplace.core.bus.producer import EventProducer
 from inplace.core.settings import Settings
+from schemas import events as ev
+from schemas.envelope import Envelope
 from schemas.events import K8S_EVENTS, NODES, PODS, POLICY, WORKLOADS
-from tests.integration.conftest import RoleProcess, kubectl, read_log
+from tests.integration.conftest import RoleProcess, kubectl, read_log, until
 from tests.integration.workload.conftest import clone_set
 
 MANIFESTS = Path(__file__).parent / "manifests"
@@ -522,9 +525,49 @@ async def test_deleting_a_namespace_deletes_what_is_in_it(
     assert one.stdout.strip() == 'event "nginx.1" deleted'
     left = await kubectl(apiserver, "get", "events", "-o", "name")
     assert "event/nginx.1" not in left.stdout.split()
+    team = [e.type for e in await read_log(settings, POLICY) if e.key == "team"]
+    team = [t for t in team if t.startswith("Namespace")]
+    assert team[-2:] == ["NamespaceTerminating", "NamespaceDeleted"]  # Terminating first
     policy = [e.type for e in await read_log(settings, POLICY) if e.type.endswith("Deleted")]
     assert policy == ["ResourceQuotaDeleted", "NamespaceDeleted"]  # the namespace last
     again = await kubectl(
         apiserver, "apply", "-n", "team", "-f", "-", stdin=yaml.safe_dump(pod), check=False
     )
     assert again.returncode != 0 and 'namespaces "team" not found' in again.stderr
+
+
+async def test_a_namespace_left_terminating_is_finished(settings: Settings, tmp_path: Path) -> None:
+    """An apiserver that died after writing NamespaceTerminating left the namespace and its
+    content: any replica's sweep finishes it, as kube's namespace controller would."""
+    first = RoleProcess("apiserver", settings, tmp_path / "first.log", INPLACE_QUOTA_URL="")
+    first.start()
+    await first.ready()
+    await kubectl(first, "create", "namespace", "half")
+    pod = yaml.safe_load((MANIFESTS / "01-nginx-docs.yaml").read_text())
+    await kubectl(first, "apply", "-n", "half", "-f", "-", stdin=yaml.safe_dump(pod))
+    first.stop()
+    async with EventProducer(settings.kafka_bootstrap, topic_prefix=settings.topic_prefix) as log:
+        await log.publish(Envelope.wrap(ev.NamespaceTerminating(namespace="half"), producer="t"))
+    second = RoleProcess(
+        "apiserver",
+        settings,
+        tmp_path / "second.log",
+        INPLACE_QUOTA_URL="",
+        INPLACE_APISERVER_NAMESPACE_SWEEP_S="0.5",
+    )
+    second.start()
+    await second.ready()
+    try:
+
+        async def gone() -> bool:
+            got = await kubectl(second, "get", "namespace", "half", check=False)
+            return got.returncode != 0 and "NotFound" in got.stderr
+
+        await until(gone, bool, "the terminating namespace finished", 60)
+        left = await kubectl(second, "get", "pods", "-n", "half", "-o", "name")
+        assert left.stdout == ""
+    finally:
+        second.stop()
+    deleted = [e.type for e in await read_log(settings, PODS, POLICY) if "Delet" in e.type]
+    assert deleted == ["PodDeleted", "NamespaceDeleted"]
+    assert "finished deleting namespaces left terminating: ['half']" in second.log.read_text()

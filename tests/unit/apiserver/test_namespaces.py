@@ -10,14 +10,9 @@ import pytest
 from inplace.core.readmodel import ReadModel
 from inplace.core.settings import Settings
 from schemas import events as ev
+from services.apiserver.deletions import deletion
 from services.apiserver.errors import ApiError
-from services.apiserver.namespaces import (
-    ORDER,
-    admit_content,
-    contents,
-    deletion,
-    refuse_deletion,
-)
+from services.apiserver.namespaces import ORDER, admit_content, contents, refuse_deletion
 from services.apiserver.writer import Writer
 from tests import factories
 
@@ -68,6 +63,15 @@ def test_no_new_content_while_a_namespace_is_emptied(kind: str) -> None:
     with pytest.raises(ApiError) as missing:
         admit_content(model, writer, "gone", kind, "x")
     assert missing.value.status.code == 404
+
+
+def test_no_new_content_in_a_terminating_namespace_on_any_replica() -> None:
+    """The phase on the log holds every replica off, not only the one deleting."""
+    model = ReadModel(Settings(), role="apiserver", window=0)
+    model.state.namespaces["team"] = {"status": {"phase": "Terminating"}}
+    with pytest.raises(ApiError) as refused:
+        admit_content(model, Writer(cast(Any, None)), "team", "Pod", "x")
+    assert refused.value.status.code == 403
 
 
 @pytest.mark.parametrize("namespace", ["default", "kube-system", "kube-public"])
