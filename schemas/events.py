@@ -303,6 +303,9 @@ class ContainerRestarted(KubeletPodEvent):
     container: str = Field(min_length=1)
     restart_count: int = Field(ge=0)
     reason: str | None = None
+    # Restarted with a new image (the spec's changed): what it runs now.
+    image: str | None = None
+    image_id: str | None = None
 
 
 class PodEvicted(PodEvent):

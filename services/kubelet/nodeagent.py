@@ -60,6 +60,7 @@ from services.kubelet.cri import (
     RuntimeService,
     RuntimeServiceError,
 )
+from services.kubelet.imagechange import ImageChange, changed_images, notices
 from services.kubelet.metrics import (
     DEFERRED_ACCEPTED,
     EVENTS_SPAM_FILTERED,
@@ -73,7 +74,7 @@ from services.kubelet.metrics import (
 from services.kubelet.noderesize import resync_plan, with_swap_and_oom
 from services.kubelet.noderesize_metrics import RESYNC_ERRORS, RESYNC_REQUESTS
 from services.kubelet.nodestep import capacity_change, resync_failure, resync_recovered, unplug
-from services.kubelet.podstatus import running_event
+from services.kubelet.podstatus import image_id, running_event
 from services.kubelet.resizebook import ResizeBook, infeasible_detail, requested_changes
 from services.kubelet.resizestep import (
     Resources,
@@ -555,7 +556,51 @@ class NodeAgent:
             pod = self._live(key)
             if pod is None:
                 return
+        if changes := changed_images(pod):
+            if not await self._restart_with_images(key, pod, changes):
+                return
+            pod = self._live(key)
+            if pod is None:
+                return
         await self._reconcile_resize(key, pod)
+
+    async def _restart_with_images(self, key: str, pod: Pod, changes: list[ImageChange]) -> bool:
+        """Restart each container whose image changed (imagechange.py) and write what it
+        runs now with the kubelet's Events; False when the runtime failed (retried later)."""
+        runtime = self.pods.get(key)
+        if runtime is None:
+            return True  # not started here yet: it starts with the spec's images
+        ids, generation = self._ids(pod), pod.metadata.generation or 1
+        writes: list[EventPayload] = []
+        for change in changes:
+            cid = runtime.containers.get(change.container)
+            if cid is None:
+                continue
+            try:
+                await self.runtime.stop_container(cid)
+                await self.runtime.start_container(cid)
+                status = await self.runtime.container_status(cid)
+            except RuntimeServiceError as exc:
+                RUNTIME_OP_ERRORS.labels("restart_container").inc()
+                log.warning("%s: cannot restart %s of %s: %s", self.name, cid, key, exc)
+                self._retry_later(key)
+                return False
+            writes.append(
+                ev.ContainerRestarted(
+                    **ids,
+                    observed_generation=generation,
+                    container=change.container,
+                    restart_count=status.restart_count,
+                    reason="ImageChanged",
+                    image=change.image,
+                    image_id=image_id(change.image),
+                )
+            )
+            events = (self._event_of(pod, r, m, "Normal") for r, m in notices(change))
+            writes += [e for e in events if e is not None]
+        if writes:
+            await self.writer.write_all(writes, cause=self.causes.get(key))
+        return True
 
     async def _admit(self, key: str, pod: Pod) -> bool:
         decision = admit_pod(self.checkpoint, pod)

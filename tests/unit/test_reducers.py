@@ -543,6 +543,29 @@ def test_a_terminating_namespace_keeps_its_phase_through_updates() -> None:
     assert "team" not in _fold(ev.NamespaceTerminating(namespace="team")).namespaces
 
 
+def test_an_image_change_is_a_new_generation_and_the_restart_reports_the_image() -> None:
+    pod = factories.pod(NS, NAME)
+    created = ev.PodCreated(namespace=NS, name=NAME, uid=pod.metadata.uid or "", pod=pod)
+    ids = {"namespace": NS, "name": NAME, "uid": pod.metadata.uid or ""}
+    labelled = _fold(created, ev.PodUpdated(**ids, labels={"a": "b"}))
+    assert labelled.pods[(NS, NAME)].metadata.generation == 1  # metadata only
+    state = _fold(
+        created,
+        ev.PodUpdated(**ids, images={"app": "nginx:1.28"}),
+        ev.ContainerRestarted(
+            **ids, container="app", restart_count=1, image="nginx:1.28", image_id="nginx@sha256:1"
+        ),
+    )
+    held = state.pods[(NS, NAME)]
+    assert held.metadata.generation == 2
+    (status,) = held.status.container_statuses or []
+    assert (status.image, status.image_id, status.restart_count) == (
+        "nginx:1.28",
+        "nginx@sha256:1",
+        1,
+    )
+
+
 def test_events_with_one_name_aggregate_their_count() -> None:
     event = factories.kube_event(NS, NAME)
     state = _fold(*[ev.KubeEventRecorded(event=event)] * 3)

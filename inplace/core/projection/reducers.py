@@ -213,8 +213,13 @@ def reduce_pod(
         pod.metadata.annotations = dict(payload.annotations) if payload.annotations else None
         if payload.managed_fields is not None:
             pod.metadata.managed_fields = list(payload.managed_fields)
+        changed = False
         for container in [*pod.spec.containers, *(pod.spec.init_containers or [])]:
-            container.image = payload.images.get(container.name, container.image)
+            image = payload.images.get(container.name, container.image)
+            changed = changed or image != container.image
+            container.image = image
+        if changed:  # a spec change: the kubelet observes it (status.observedGeneration)
+            pod.metadata.generation = (pod.metadata.generation or 1) + 1
     elif isinstance(payload, ev.ResizeStatusChanged):
         _set_resize(pod, when, payload, payload)
     elif isinstance(payload, ev.Allocated):
@@ -264,6 +269,8 @@ def reduce_pod(
         cs.restart_count = payload.restart_count
         cs.last_state = _terminated(cs, when, 0, "Completed")
         cs.state = ContainerState(running=ContainerStateRunning(started_at=when))
+        if payload.image is not None:
+            cs.image, cs.image_id = payload.image, payload.image_id
     elif isinstance(payload, ev.PodEvicted):
         _evicted(pod, payload, when)
     if isinstance(payload, ev.KubeletPodEvent):

@@ -257,3 +257,46 @@ async def test_kubectl_logs_of_a_started_container(
     waiting = await kubectl(apiserver, "logs", "web-1", check=False)
     assert waiting.returncode != 0
     assert 'container "app" in pod "web-1" is waiting to start: ContainerCreating' in waiting.stderr
+
+
+async def test_kubectl_set_image_restarts_the_container_with_it(
+    apiserver: RoleProcess, kubelet: RoleProcess
+) -> None:
+    """`kubectl set image` on a running pod: the kubelet restarts that container with the new
+    image (restartCount 1, the image and imageID in its status, generation observed) and
+    records Killing … Started, as a kubelet does for a changed container definition."""
+    async with httpx.AsyncClient(timeout=10) as http:
+        created = await http.post(
+            f"{apiserver.url}/api/v1/namespaces/default/pods", json=pod("img")
+        )
+        assert created.status_code == 201, created.text
+    get = partial(kubectl, apiserver, "get", "pod", "img", "-o", "json")
+
+    async def status() -> dict[str, Any]:
+        return json.loads((await get()).stdout)
+
+    before = await until(status, lambda p: p["status"].get("phase") == "Running", "running")
+    await kubectl(apiserver, "set", "image", "pod/img", "app=nginx:1.28")
+    after = await until(
+        status,
+        lambda p: p["status"]["containerStatuses"][0]["image"] == "nginx:1.28",
+        "restarted with the new image",
+    )
+    (container,) = after["status"]["containerStatuses"]
+    assert container["restartCount"] == 1
+    assert container["imageID"].startswith("nginx@sha256:")
+    assert container["imageID"] != before["status"]["containerStatuses"][0]["imageID"]
+    assert container["lastState"]["terminated"]["reason"] == "Completed"
+    assert after["metadata"]["generation"] == before["metadata"]["generation"] + 1
+    assert after["status"]["observedGeneration"] == after["metadata"]["generation"]
+    events = await kubectl(
+        apiserver, "get", "events", "--field-selector", "involvedObject.name=img",
+        "-o", "jsonpath={range .items[*]}{.reason}: {.message}{'\\n'}{end}",
+    )  # fmt: skip
+    said = set(events.stdout.splitlines())
+    assert {
+        "Killing: Container app definition changed, will be restarted",
+        'Pulled: Container image "nginx:1.28" already present on machine',
+        "Created: Created container: app",
+        "Started: Started container app",
+    } <= said, said
