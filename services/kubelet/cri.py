@@ -22,6 +22,7 @@ __all__ = [
     "ContainerNotRunningError",
     "ContainerResources",
     "ContainerState",
+    "ContainerStats",
     "ContainerStatus",
     "LinuxContainerResources",
     "NotFoundError",
@@ -105,6 +106,16 @@ class ContainerStatus:
     exit_code: int | None = None
     restart_count: int = 0
     resources: ContainerResources | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerStats:
+    """runtime/v1 ContainerStats, the two figures resource metrics read: CPU time used since
+    the container was created (cumulative, as `usage_core_nano_seconds`) and its memory
+    working set (bytes charged, less inactive page cache)."""
+
+    cpu_usage_core_nano_seconds: int
+    memory_working_set_bytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,4 +248,8 @@ class RuntimeService(Protocol):
 
     async def container_memory_usage(self, container_id: str) -> int:
         """Bytes charged to the container's memory cgroup now."""
+        ...
+
+    async def container_stats(self, container_id: str) -> ContainerStats:
+        """ContainerStats: the container's CPU time and memory working set now."""
         ...

@@ -43,6 +43,7 @@ from services.kubelet.cri import (
     ContainerNotRunningError,
     ContainerResources,
     ContainerState,
+    ContainerStats,
     ContainerStatus,
     LinuxContainerResources,
     NotFoundError,
@@ -146,6 +147,27 @@ def _read(path: Path) -> str:
     return path.read_text().strip()
 
 
+_TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
+def _process_cpu_ns(pid: int) -> int:
+    """User + system CPU time of a process (0 once it is gone), from /proc/<pid>/stat."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return (int(fields[11]) + int(fields[12])) * _TICK_NS  # utime, stime (fields 14, 15)
+
+
+def _stat(path: Path, key: str) -> int:
+    """One `key value` line of a cgroup stat file (0 when absent)."""
+    for line in _read(path).splitlines():
+        name, _, value = line.partition(" ")
+        if name == key:
+            return int(value)
+    return 0
+
+
 def _same_page(written: int, read: int) -> bool:
     return written > 0 and read == written - written % _PAGE
 
@@ -159,6 +181,8 @@ class _Hierarchy(Protocol):
     def write(self, rel: Path, resources: LinuxContainerResources) -> None: ...
     def read(self, rel: Path, last: LinuxContainerResources) -> LinuxContainerResources: ...
     def memory_usage(self, rel: Path) -> int: ...
+    def cpu_usage_ns(self, rel: Path) -> int: ...
+    def working_set(self, rel: Path) -> int: ...
 
 
 @dataclass
@@ -208,6 +232,19 @@ class _V1:
     def memory_usage(self, rel: Path) -> int:
         return int(_read(self.dirs(rel)[1] / "memory.usage_in_bytes"))
 
+    def cpu_usage_ns(self, rel: Path) -> int:
+        accounted = self.dirs(rel)[0] / "cpuacct.usage"  # cpu,cpuacct mounted together
+        if accounted.exists():
+            return int(_read(accounted))
+        # cpuacct mounted apart, where this runtime makes no group: its processes' own times.
+        return sum(
+            _process_cpu_ns(int(pid)) for pid in _read(accounted.parent / "cgroup.procs").split()
+        )
+
+    def working_set(self, rel: Path) -> int:
+        inactive = _stat(self.dirs(rel)[1] / "memory.stat", "total_inactive_file")
+        return max(0, self.memory_usage(rel) - inactive)
+
 
 @dataclass
 class _V2:
@@ -253,6 +290,14 @@ class _V2:
 
     def memory_usage(self, rel: Path) -> int:
         return int(_read(self.root / rel / "memory.current"))
+
+    def cpu_usage_ns(self, rel: Path) -> int:
+        return _stat(self.root / rel / "cpu.stat", "usage_usec") * 1000
+
+    def working_set(self, rel: Path) -> int:
+        # What the kubelet (cAdvisor) reports: usage less the inactive file cache.
+        inactive = _stat(self.root / rel / "memory.stat", "inactive_file")
+        return max(0, self.memory_usage(rel) - inactive)
 
 
 # --- bookkeeping --------------------------------------------------------------------------------
@@ -667,6 +712,15 @@ class CgroupRuntime:
             return self._fs.memory_usage(container.rel)
         except OSError as exc:
             raise _os_error("container_memory_usage", container_id, exc) from exc
+
+    async def container_stats(self, container_id: str) -> ContainerStats:
+        container = self._container(container_id, "container_stats")
+        try:
+            cpu = self._fs.cpu_usage_ns(container.rel)
+            memory = self._fs.working_set(container.rel)
+        except OSError as exc:
+            raise _os_error("container_stats", container_id, exc) from exc
+        return ContainerStats(cpu, memory)
 
     # -- shutdown -------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from services.kubelet.cri import (
     ContainerNotRunningError,
     ContainerResources,
     ContainerState,
+    ContainerStats,
     ContainerStatus,
     LinuxContainerResources,
     NotFoundError,
@@ -120,6 +121,11 @@ class _Container:
     exit_code: int | None = None
     restart_count: int = 0
     memory_usage: int = 0
+    # Simulated CPU use: this many nanocores while running, summed into cpu_used (ns) up to
+    # cpu_since (the runtime's clock) whenever the rate or the state changes, or it is read.
+    cpu_nanocores: int = 0
+    cpu_used: float = 0.0
+    cpu_since: float | None = None
 
 
 @dataclass
@@ -188,6 +194,12 @@ class FakeRuntime:
     def set_memory_usage(self, container_id: str, usage: int) -> None:
         """Simulate `usage` bytes charged to a container's memory cgroup."""
         self._container(container_id, "set_memory_usage").memory_usage = usage
+
+    def set_cpu_usage(self, container_id: str, nanocores: int) -> None:
+        """Simulate a container using `nanocores` of CPU from now on (while it runs)."""
+        container = self._container(container_id, "set_cpu_usage")
+        _account_cpu(container, self._clock())
+        container.cpu_nanocores = nanocores
 
     def journal(self, *methods: str) -> list[Call]:
         """The calls made so far, only of `methods` when given."""
@@ -389,6 +401,7 @@ class FakeRuntime:
             )
         if container.started_at is not None:
             container.restart_count += 1
+        _account_cpu(container, self._clock())  # nothing used while not running
         container.state = "running"
         container.pid = next(self._pids)
         container.started_at = self._clock()
@@ -398,6 +411,7 @@ class FakeRuntime:
     def _stop(self, container: _Container, exit_code: int) -> None:
         if container.state != "running":
             return
+        _account_cpu(container, self._clock())  # what it used until now
         container.state = "exited"
         container.pid = None
         container.finished_at = self._clock()
@@ -467,8 +481,23 @@ class FakeRuntime:
         container = self._container(container_id, "container_memory_usage")
         return container.memory_usage if container.state == "running" else 0
 
+    async def container_stats(self, container_id: str) -> ContainerStats:
+        await self._enter("container_stats", container_id)
+        container = self._container(container_id, "container_stats")
+        _account_cpu(container, self._clock())
+        memory = container.memory_usage if container.state == "running" else 0
+        return ContainerStats(int(container.cpu_used), memory)
+
     async def close(self) -> None:
         """Nothing to release; here so both runtimes can be closed the same way."""
+
+
+def _account_cpu(container: _Container, now: float) -> None:
+    """Add the CPU time used at the current rate since the last account (`now`: seconds on
+    the runtime's clock)."""
+    if container.state == "running" and container.cpu_since is not None:
+        container.cpu_used += container.cpu_nanocores * (now - container.cpu_since)
+    container.cpu_since = now
 
 
 # --- recording any runtime ----------------------------------------------------------------------
@@ -567,3 +596,7 @@ class RecordingRuntime:
     async def container_memory_usage(self, container_id: str) -> int:
         self._record("container_memory_usage", container_id)
         return await self.inner.container_memory_usage(container_id)
+
+    async def container_stats(self, container_id: str) -> ContainerStats:
+        self._record("container_stats", container_id)
+        return await self.inner.container_stats(container_id)

@@ -245,6 +245,14 @@ class RuntimeContract:
             await runtime.set_pod_cgroup_resources(sandbox_id, lcr(200, 256))
         assert await self.applied(runtime, container_id) == resource_values(lcr(500, 128))
 
+    async def test_stats_report_the_working_set_and_cpu_time(self, runtime: RuntimeService) -> None:
+        sandbox_id = await runtime.run_pod_sandbox("u1", resources=lcr(2000, 1024))
+        container_id = await self.use_memory(runtime, sandbox_id, "hog", 64 * MI)
+        first = await runtime.container_stats(container_id)
+        assert first.memory_working_set_bytes >= 64 * MI
+        again = await runtime.container_stats(container_id)
+        assert again.cpu_usage_core_nano_seconds >= first.cpu_usage_core_nano_seconds >= 0
+
     async def test_memory_limit_below_usage_is_refused(self, runtime: RuntimeService) -> None:
         sandbox_id = await runtime.run_pod_sandbox("u1", resources=lcr(2000, 1024))
         container_id = await self.use_memory(runtime, sandbox_id, "hog", 64 * MI)
