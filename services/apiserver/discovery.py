@@ -123,7 +123,11 @@ def api_v1() -> dict[str, Any]:
 
 
 def apis() -> dict[str, Any]:
-    groups = [workload_group(), *(api_group(g, "v1") for g in REVIEW_GROUPS)]
+    groups = [
+        workload_group(),
+        *(api_group(g, "v1") for g in REVIEW_GROUPS),
+        api_group(METRICS_GROUP, METRICS_VERSION),
+    ]
     entries = [{k: v for k, v in g.items() if k not in ("kind", "apiVersion")} for g in groups]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": entries}
 
@@ -178,6 +182,18 @@ REVIEW_GROUPS: dict[str, list[dict[str, Any]]] = {
         }
     ],
 }
+
+
+# --- metrics.k8s.io: resource usage (`kubectl top`), as metrics-server serves it -----------------
+
+METRICS_GROUP = "metrics.k8s.io"
+METRICS_VERSION = "v1beta1"
+METRICS_RESOURCES: list[dict[str, Any]] = [
+    {"name": "nodes", "singularName": "", "namespaced": False, "kind": "NodeMetrics",
+     "verbs": ["get", "list"]},
+    {"name": "pods", "singularName": "", "namespaced": True, "kind": "PodMetrics",
+     "verbs": ["get", "list"]},
+]  # fmt: skip
 
 
 # --- apps.inplace.dev: the workload API group ----------------------------------------------------

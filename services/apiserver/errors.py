@@ -51,6 +51,8 @@ def resource_name(kind: str) -> str:
         "Event": "events",
         "ResourceQuota": "resourcequotas",
         "LimitRange": "limitranges",
+        "NodeMetrics": "nodemetrics.metrics.k8s.io",
+        "PodMetrics": "podmetrics.metrics.k8s.io",
     }
     return plurals.get(kind, kind.lower() + "s")
 

@@ -31,9 +31,11 @@ from services.apiserver.auth.rbac import Policy
 from services.apiserver.auth.reviews import review_routes
 from services.apiserver.config import ApiserverConfig
 from services.apiserver.limits import LimitRequests
+from services.apiserver.metricsapi import metrics_routes
 from services.apiserver.objects import ObjectHandlers
 from services.apiserver.pods import PodHandlers
 from services.apiserver.readiness import ReadinessGate
+from services.apiserver.usage import UsageFollower
 from services.apiserver.workloads import CloneSetHandlers
 from services.apiserver.writer import Writer
 
@@ -61,12 +63,13 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         tls=credentials.client_context("apiserver") if credentials else True,
     )
     authorizer = Authorizer(policy, lambda ns, name: _pod_node(model, ns, name))
+    samples = UsageFollower(settings)  # the metrics API's source
     app = build_app(
         PodHandlers(model, writer, admission),
         ObjectHandlers(model, writer),
         f"{host}:{port}",
         CloneSetHandlers(model, writer),
-        review_routes(authorizer),
+        [*review_routes(authorizer), *metrics_routes(model, samples)],
     )
     ready = asyncio.Event()
     audit = AuditLog(config.audit_log) if config.audit_log else None
@@ -98,7 +101,12 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         await ready.wait()
         await namespaces.sweep_forever(model, writer, config.namespace_sweep_s)
 
-    tasks = {"read-model": model.run, "bootstrap": bootstrap, "namespaces": finish_namespaces}
+    tasks = {
+        "read-model": model.run,
+        "bootstrap": bootstrap,
+        "namespaces": finish_namespaces,
+        "usage": samples.run,
+    }
     if config.event_ttl_s > 0:
 
         async def expire_events() -> None:

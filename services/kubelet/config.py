@@ -43,3 +43,6 @@ class KubeletConfig(GroupMember):  # processes of one configuration share the no
     runtime_timeout: float = Field(
         default=30.0, gt=0, description="a runtime call taking longer is an error, retried"
     )
+    # Resource usage for the metrics API (`kubectl top`): sampled this often (metrics-server's
+    # default resolution), each node's sample a record on the `usage` topic; 0: not sampled.
+    usage_every_s: float = Field(default=15.0, ge=0)

@@ -27,6 +27,7 @@ from schemas.envelope import Cause
 from schemas.k8s import Node, Pod
 from schemas.nodeswap import planning_capacity
 from schemas.podview import PodProgress
+from schemas.usage import USAGE, NodeUsage
 from services.kubelet import podfilter
 from services.kubelet.admission import NodeAllocation, key_of
 from services.kubelet.config import KubeletConfig
@@ -43,6 +44,7 @@ from services.kubelet.ownership import owned
 from services.kubelet.resizebook import ResizeBook
 from services.kubelet.runtime_cgroup import CgroupRuntime, cgroup_support
 from services.kubelet.runtime_fake import FakeRuntime
+from services.kubelet.usage import UsageSampler, sample_forever
 
 ROLE = "kubelet"
 RESTORES_AT_ONCE = 4  # nodes putting their re-admitted pods back into the runtime at once
@@ -241,6 +243,7 @@ class Kubelet:
         follower = asyncio.create_task(self.model.run(), name="read-model")
         leases: asyncio.Task[None] | None = None
         restorer: asyncio.Task[None] | None = None
+        usage: asyncio.Task[None] | None = None
         try:
             self._writer = LogWriter(producer, self.model, ROLE, tell_own=True)
             self._wrote = self._writer.own
@@ -249,15 +252,17 @@ class Kubelet:
             leases = asyncio.create_task(self.leases.run(), name="node-leases")
             await self._wait_ready(follower)
             restorer = asyncio.create_task(self._restore(), name="restorer")
+            sampling = self._sample_usage(producer) if self.config.usage_every_s > 0 else None
+            usage = asyncio.create_task(sampling or asyncio.Event().wait(), name="usage")
             while True:  # a crashed worker, group member or read model ends the kubelet
                 workers = list(self._workers.values())
                 done, _ = await asyncio.wait(
-                    [follower, leases, restorer, *workers],
+                    [follower, leases, restorer, usage, *workers],
                     return_when="FIRST_EXCEPTION",
                     timeout=1.0,
                 )
                 for task in done:
-                    if task in (follower, leases, restorer):  # they never end on their own
+                    if task in (follower, leases, restorer, usage):  # they never end
                         if not task.cancelled():
                             task.result()
                         raise RuntimeError(f"the kubelet's {task.get_name()} stopped")
@@ -267,12 +272,30 @@ class Kubelet:
             follower.cancel()
             if restorer is not None:
                 restorer.cancel()
+            if usage is not None:
+                usage.cancel()
             for worker in self._workers.values():
                 worker.cancel()
             if leases is not None:
                 leases.cancel()
                 await asyncio.gather(leases, return_exceptions=True)  # the consumer stops
             await producer.stop()
+
+    async def _sample_usage(self, producer: EventProducer) -> None:
+        """Each served node's resource usage onto the `usage` topic (services/kubelet/usage.py)."""
+        topic = self.settings.topic(USAGE)
+
+        async def write(record: NodeUsage) -> None:
+            value = record.model_dump_json(by_alias=True).encode()
+            await producer.send_raw(topic, value, key=record.node.encode())
+
+        def served() -> dict[str, dict[str, dict[str, str]]]:
+            return {
+                node: {key: dict(pod.containers) for key, pod in agent.pods.items()}
+                for node, agent in self.agents.items()
+            }
+
+        await sample_forever(UsageSampler(self.runtime), served, write, self.config.usage_every_s)
 
     async def _revoked(self, partitions: set[int]) -> None:
         """Kafka takes partitions back: stop serving their nodes before returning, each after

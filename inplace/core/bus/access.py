@@ -18,13 +18,14 @@ from typing import Final, Literal
 
 from inplace.core.bus.auth import KafkaAuth
 from schemas.events import DEAD_LETTER, EVENT_TOPICS
+from schemas.usage import USAGE
 
 __all__ = ["ROLES", "ROLE_WRITES", "Grant", "grants", "provision"]
 
 # The topics of the events each role writes (schemas/events.py: each event type's TOPIC).
 ROLE_WRITES: Final[Mapping[str, tuple[str, ...]]] = {
     "apiserver": ("pods", "nodes", "policy", "k8s-events", "workloads"),
-    "kubelet": ("pods", "nodes", "k8s-events"),
+    "kubelet": ("pods", "nodes", "k8s-events", "usage"),  # usage: its resource samples
     "scheduler": ("pods", "k8s-events"),
     "quota": ("policy",),
     "hotplug": ("nodes", "k8s-events"),
@@ -61,6 +62,11 @@ def grants(role: str, topic_prefix: str = "") -> list[Grant]:
         out += [Grant(user, "TOPIC", name, "READ"), Grant(user, "TOPIC", name, "DESCRIBE")]
         if topic in ROLE_WRITES[role]:
             out.append(Grant(user, "TOPIC", name, "WRITE"))
+    # Resource usage: the kubelet samples it, every role may read it (the apiserver serves it).
+    usage = f"{topic_prefix}{USAGE}"
+    out += [Grant(user, "TOPIC", usage, "READ"), Grant(user, "TOPIC", usage, "DESCRIBE")]
+    if USAGE in ROLE_WRITES[role]:
+        out.append(Grant(user, "TOPIC", usage, "WRITE"))
     if role != "reader":
         out.append(Grant(user, "TOPIC", f"{topic_prefix}{DEAD_LETTER}", "WRITE"))
     out.append(Grant(user, "TOPIC", f"{topic_prefix}{DEAD_LETTER}", "READ"))

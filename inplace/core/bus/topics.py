@@ -10,6 +10,8 @@ from aiokafka.errors import TopicAlreadyExistsError
 from inplace.core.bus.auth import aiokafka_options
 from inplace.core.settings import Settings
 from schemas.events import DEAD_LETTER, K8S_EVENTS, NODES, PODS, POLICY, WORKLOADS
+from schemas.usage import RETENTION_MS as USAGE_RETENTION_MS
+from schemas.usage import USAGE
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,12 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         TopicSpec(t(POLICY), settings.policy_partitions, {**_KEEP_FOREVER, **isr}),
         TopicSpec(t(K8S_EVENTS), settings.events_partitions, {**_KEEP_FOREVER, **isr}),
         TopicSpec(t(WORKLOADS), settings.workloads_partitions, {**_KEEP_FOREVER, **isr}),
+        # Resource usage samples (the metrics API's source): telemetry, an hour of it.
+        TopicSpec(
+            t(USAGE),
+            settings.nodes_partitions,
+            {"cleanup.policy": "delete", "retention.ms": str(USAGE_RETENTION_MS), **isr},
+        ),
         # Parked records are evidence for an operator; keep them 30 days.
         TopicSpec(t(DEAD_LETTER), 1, {"cleanup.policy": "delete", "retention.ms": "2592000000"}),
     ]
