@@ -89,6 +89,7 @@ from services.kubelet.resizestep import (
     same_resources,
     settled,
 )
+from services.kubelet.simulatedusage import UsageAnnotationError, UsageSimulator, simulated_usage
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +134,9 @@ class NodeAgent:
         self.step_timeout = step_timeout
         self._checkpoint = checkpoint
         self.runtime = runtime
+        # The fake runtime takes simulated usage from pod annotations (simulatedusage.py).
+        self._simulator = runtime if isinstance(runtime, UsageSimulator) else None
+        self._simulating: set[str] = set()  # pods whose usage an annotation sets
         self.model = model
         self.writer = writer
         self.causes = causes
@@ -562,7 +566,30 @@ class NodeAgent:
             pod = self._live(key)
             if pod is None:
                 return
+        if self._simulator is not None:
+            self._simulate_usage(key, pod, self._simulator)
         await self._reconcile_resize(key, pod)
+
+    def _simulate_usage(self, key: str, pod: Pod, simulator: UsageSimulator) -> None:
+        """Set what the pod's containers use from its usage annotations (fake nodes)."""
+        runtime = self.pods.get(key)
+        if runtime is None:
+            return
+        try:
+            wanted = simulated_usage(pod)
+        except UsageAnnotationError as exc:
+            log.warning("%s: simulated usage of %s ignored: %s", self.name, key, exc)
+            return
+        if not wanted and key not in self._simulating:
+            return  # the usual case: nothing asked, nothing set before
+        for name, cid in runtime.containers.items():
+            usage = wanted.get(name)  # an annotation removed: back to nothing
+            simulator.set_cpu_usage(cid, usage.cpu_nanocores if usage else 0)
+            simulator.set_memory_usage(cid, usage.memory_bytes if usage else 0)
+        if wanted:
+            self._simulating.add(key)
+        else:
+            self._simulating.discard(key)
 
     async def _restart_with_images(self, key: str, pod: Pod, changes: list[ImageChange]) -> bool:
         """Restart each container whose image changed (imagechange.py) and write what it
@@ -687,6 +714,7 @@ class NodeAgent:
         self._trigger.pop(key, None)
         self._noted.pop(key, None)
         self._started.pop(key, None)
+        self._simulating.discard(key)
         self._count(self.book.close(key, "canceled"))  # deleted or terminated mid-resize
         self._retry_deferred("pod_deleted")
 

@@ -4,6 +4,7 @@ writes each node's usage to the `usage` topic; the apiserver serves it as metric
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from kubernetes import client
@@ -57,3 +58,32 @@ async def test_kubectl_top_reads_what_the_kubelet_sampled(
     gone = await kubectl(apiserver, "get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes/nope",
                          check=False)  # fmt: skip
     assert 'nodemetrics.metrics.k8s.io "nope" not found' in gone.stderr
+
+
+async def test_annotations_drive_a_fake_nodes_usage(
+    apiserver: RoleProcess, settings: Settings, tmp_path: Path
+) -> None:
+    """On a running cluster's fake nodes a pod's `usage.inplace.dev/<container>` annotation
+    sets what the container uses; `kubectl annotate` changes it, `kubectl top` follows."""
+    env = {"INPLACE_KUBELET_NODES": "1", "INPLACE_KUBELET_NODE_CPU": "4",
+           "INPLACE_KUBELET_USAGE_EVERY_S": "0.3"}  # fmt: skip
+    kubelet = RoleProcess("kubelet", settings, tmp_path / "kubelet.log", **env)
+    kubelet.start()
+    await kubelet.ready()
+    try:
+        body = node0_pod("sim", "1")
+        body["metadata"]["annotations"] = {"usage.inplace.dev/c": "cpu=300m,memory=50Mi"}
+        v1 = client.CoreV1Api(client.ApiClient(client.Configuration(host=apiserver.url)))
+        await call(v1.create_namespaced_pod, "default", body)
+
+        async def top() -> list[str]:
+            shown = await kubectl(apiserver, "top", "pod", "sim", "--no-headers", check=False)
+            return shown.stdout.split()
+
+        await until(top, lambda row: row[1:] == ["300m", "50Mi"], "the simulated usage", 30)
+        await kubectl(apiserver, "annotate", "--overwrite", "pod", "sim",
+                      "usage.inplace.dev/c=cpu=2,memory=80Mi")  # fmt: skip
+        # Held at the container's 1-CPU limit, as CFS throttling would.
+        await until(top, lambda row: row[1:] == ["1000m", "80Mi"], "the new usage", 30)
+    finally:
+        kubelet.stop()
