@@ -127,6 +127,7 @@ def apis() -> dict[str, Any]:
         workload_group(),
         *(api_group(g, "v1") for g in REVIEW_GROUPS),
         api_group(METRICS_GROUP, METRICS_VERSION),
+        api_group("coordination.k8s.io", "v1"),
     ]
     entries = [{k: v for k, v in g.items() if k not in ("kind", "apiVersion")} for g in groups]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": entries}

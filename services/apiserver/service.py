@@ -32,6 +32,7 @@ from services.apiserver.auth.reviews import review_routes
 from services.apiserver.config import ApiserverConfig
 from services.apiserver.limits import LimitRequests
 from services.apiserver.metricsapi import metrics_routes
+from services.apiserver.nodeleases import lease_routes
 from services.apiserver.objects import ObjectHandlers
 from services.apiserver.pods import PodHandlers
 from services.apiserver.readiness import ReadinessGate
@@ -69,7 +70,11 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         ObjectHandlers(model, writer),
         f"{host}:{port}",
         CloneSetHandlers(model, writer),
-        [*review_routes(authorizer), *metrics_routes(model, samples)],
+        [
+            *review_routes(authorizer),
+            *metrics_routes(model, samples),
+            *lease_routes(model, samples),
+        ],
     )
     ready = asyncio.Event()
     audit = AuditLog(config.audit_log) if config.audit_log else None

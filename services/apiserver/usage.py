@@ -36,6 +36,11 @@ class UsageFollower:
             log.warning("malformed usage sample of node %s skipped", name)
             return None
 
+    def heard(self) -> dict[str, float]:
+        """When each node's kubelet last wrote a sample (seconds since the epoch), fresh or
+        not: the node's heartbeat."""
+        return {node: written for node, (written, _) in self._latest.items()}
+
     def nodes(self) -> list[NodeUsage]:
         return [u for name in sorted(self._latest) if (u := self.node(name)) is not None]
 

@@ -62,9 +62,10 @@ class UsageSampler:
 
     async def sample(
         self, node: str, pods: Mapping[str, Mapping[str, str]], every: float
-    ) -> NodeUsage | None:
-        """`pods`: pod key → container name → runtime id. None when no container has a
-        rate yet."""
+    ) -> NodeUsage:
+        """`pods`: pod key → container name → runtime id. A container without a rate yet is
+        left out; a node with nothing running still has its (empty) record: it is also the
+        node's heartbeat (its Lease's renewTime)."""
         measured: dict[str, list[ContainerUsage]] = {}
         for key, containers in pods.items():
             for name, cid in containers.items():
@@ -83,8 +84,6 @@ class UsageSampler:
                         memory_bytes=stats.memory_working_set_bytes,
                     )
                     measured.setdefault(key, []).append(usage)
-        if not measured:
-            return None
         return node_usage(node, measured, datetime.now(UTC), every)
 
     def forget(self, live: Iterable[str]) -> None:
@@ -107,9 +106,7 @@ async def sample_forever(
         served = nodes()
         try:
             for node, pods in served.items():
-                record = await sampler.sample(node, pods, every)
-                if record is not None:
-                    await write(record)
+                await write(await sampler.sample(node, pods, every))
         except Exception as exc:  # the log unreachable: the next round tries again
             log.warning("writing resource usage failed: %s", exc)
         sampler.forget(c for pods in served.values() for ids in pods.values() for c in ids.values())

@@ -55,9 +55,17 @@ async def test_kubectl_top_reads_what_the_kubelet_sampled(
         row = nodes.stdout.split()
         assert row[0] == "node-0" and row[3] == "100Mi"
         assert row[2] == "6%"  # of the node's 4 CPUs
+        # The node's sample is its heartbeat: the Lease `kubectl describe node` reads.
+        described = await kubectl(apiserver, "describe", "node", "node-0")
+        lease = described.stdout.split("Lease:", 1)[1].splitlines()[:4]
+        assert lease[1].split() == ["HolderIdentity:", "node-0"]
+        assert lease[2].split() == ["AcquireTime:", "<unset>"]
+        assert lease[3].split()[0] == "RenewTime:" and "<unset>" not in lease[3]
     gone = await kubectl(apiserver, "get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes/nope",
                          check=False)  # fmt: skip
     assert 'nodemetrics.metrics.k8s.io "nope" not found' in gone.stderr
+    leases = await kubectl(apiserver, "get", "leases", "-n", "kube-node-lease", "-o", "name")
+    assert leases.stdout.split() == ["lease.coordination.k8s.io/node-0"]
 
 
 async def test_annotations_drive_a_fake_nodes_usage(
