@@ -122,7 +122,7 @@ class _Container:
     restart_count: int = 0
     memory_usage: int = 0
     # Simulated CPU use: this many nanocores while running, summed into cpu_used (ns) up to
-    # cpu_since (the runtime's clock) whenever the rate or the state changes, or it is read.
+    # cpu_since (the runtime's CPU clock) whenever the rate or the state changes, or it is read.
     cpu_nanocores: int = 0
     cpu_used: float = 0.0
     cpu_since: float | None = None
@@ -147,6 +147,7 @@ class FakeRuntime:
         enforce_memory_usage: bool = True,
         clock: Callable[[], float] = time.time,
         keep_calls: bool = True,
+        cpu_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """`keep_calls`: record every call for `journal` (tests read it). A kubelet serving
         simulated nodes for as long as it runs passes False: the journal grew by a few
@@ -158,6 +159,8 @@ class FakeRuntime:
         self.calls: list[Call] = []
         self.errors: list[tuple[Call, RuntimeServiceError]] = []
         self._clock = clock
+        # Simulated CPU time accrues on the clock rates are measured by (the usage sampler's).
+        self._cpu_clock = cpu_clock
         self._sandboxes: dict[str, _Sandbox] = {}
         self._containers: dict[str, _Container] = {}
         self._values: InternTable[tuple[object, ...], LinuxContainerResources] = InternTable()
@@ -198,7 +201,7 @@ class FakeRuntime:
     def set_cpu_usage(self, container_id: str, nanocores: int) -> None:
         """Simulate a container using `nanocores` of CPU from now on (while it runs)."""
         container = self._container(container_id, "set_cpu_usage")
-        _account_cpu(container, self._clock())
+        _account_cpu(container, self._cpu_clock())
         container.cpu_nanocores = nanocores
 
     def journal(self, *methods: str) -> list[Call]:
@@ -401,7 +404,7 @@ class FakeRuntime:
             )
         if container.started_at is not None:
             container.restart_count += 1
-        _account_cpu(container, self._clock())  # nothing used while not running
+        _account_cpu(container, self._cpu_clock())  # nothing used while not running
         container.state = "running"
         container.pid = next(self._pids)
         container.started_at = self._clock()
@@ -411,7 +414,7 @@ class FakeRuntime:
     def _stop(self, container: _Container, exit_code: int) -> None:
         if container.state != "running":
             return
-        _account_cpu(container, self._clock())  # what it used until now
+        _account_cpu(container, self._cpu_clock())  # what it used until now
         container.state = "exited"
         container.pid = None
         container.finished_at = self._clock()
@@ -484,7 +487,7 @@ class FakeRuntime:
     async def container_stats(self, container_id: str) -> ContainerStats:
         await self._enter("container_stats", container_id)
         container = self._container(container_id, "container_stats")
-        _account_cpu(container, self._clock())
+        _account_cpu(container, self._cpu_clock())
         memory = container.memory_usage if container.state == "running" else 0
         return ContainerStats(int(container.cpu_used), memory)
 

@@ -50,7 +50,7 @@ async def test_kubectl_top_reads_what_the_kubelet_sampled(
         top = await kubectl(apiserver, "top", "pod", "-l", "app=busy", "--no-headers")
         name, cpu, memory = top.stdout.split()
         assert (name, memory) == ("busy", "100Mi")
-        assert cpu in {"249m", "250m", "251m"}
+        assert abs(int(cpu.removesuffix("m")) - 250) <= 5  # a rate over 0.2 s, read twice
         nodes = await kubectl(apiserver, "top", "node", "--no-headers")
         row = nodes.stdout.split()
         assert row[0] == "node-0" and row[3] == "100Mi"

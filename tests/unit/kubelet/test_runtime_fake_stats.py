@@ -9,7 +9,7 @@ from services.kubelet.runtime_fake import FakeRuntime
 
 async def test_cpu_time_accrues_at_the_simulated_rate_while_running() -> None:
     now = [100.0]
-    runtime = FakeRuntime(clock=lambda: now[0])
+    runtime = FakeRuntime(cpu_clock=lambda: now[0])
     sandbox = await runtime.run_pod_sandbox("u1")
     cid = await runtime.create_container(sandbox, "app", [], ContainerResources(
         linux=LinuxContainerResources(cpu_period=100_000, cpu_quota=50_000)
