@@ -6,7 +6,7 @@ pods (their kubelets release them and the nodes get the room back), quotas, limi
 the namespace's Events, then the namespace.
 
 Done inside the DELETE; a namespace left Terminating (its apiserver died half way) is finished
-by any replica's sweep (`finish_terminating`), as kube's namespace controller would. An Event
+by any replica's sweep (`sweep_forever`), as kube's namespace controller would. An Event
 recorded after the pass (a kubelet telling of a pod it stopped) stays."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from inplace.core.projection.podstore import NsName
@@ -73,28 +74,46 @@ async def terminate(model: ReadModel, writer: Writer, namespace: str) -> dict[st
         writer.terminating.discard(namespace)
 
 
-async def finish_terminating(model: ReadModel, writer: Writer) -> list[str]:
-    """Finish the namespaces left Terminating that no DELETE of this replica has in hand (an
-    apiserver died half way); the ones finished."""
-    left = [
+def left_terminating(
+    namespaces: dict[str, Any], in_hand: set[str], now: datetime, grace: timedelta
+) -> list[str]:
+    """The namespaces Terminating for `grace` or longer that no DELETE of this replica has in
+    hand: a DELETE on another replica finishes its own within seconds, so only one whose
+    apiserver died is left that long (and two replicas seldom both finish one)."""
+    return [
         name
-        for name, held in list(model.objects("namespaces").items())
-        if terminating(held) and name not in writer.terminating
+        for name, held in namespaces.items()
+        if terminating(held)
+        and name not in in_hand
+        and now - _parse_time(held["metadata"].get("deletionTimestamp")) >= grace
     ]
-    for name in left:
-        await terminate(model, writer, name)
-    return left
+
+
+def _parse_time(value: str | None) -> datetime:
+    if not value:
+        return datetime.min.replace(tzinfo=UTC)
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
 
 async def sweep_forever(model: ReadModel, writer: Writer, every: float) -> None:
-    """`finish_terminating` now, then every `every` seconds; a failed pass is retried."""
+    """Every `every` seconds, finish the namespaces left Terminating for at least as long
+    (`left_terminating`); a failed pass is retried."""
     while True:
+        await asyncio.sleep(every)
+        left = left_terminating(
+            dict(model.objects("namespaces")),
+            writer.terminating,
+            datetime.now(UTC),
+            timedelta(seconds=every),
+        )
         try:
-            if finished := await finish_terminating(model, writer):
-                log.info("finished deleting namespaces left terminating: %s", finished)
+            for name in left:
+                await terminate(model, writer, name)
         except Exception as exc:  # the log unreachable, a timeout: the next pass retries
             log.warning("finishing terminating namespaces failed: %s", exc)
-        await asyncio.sleep(every)
+            continue
+        if left:
+            log.info("finished deleting namespaces left terminating: %s", left)
 
 
 async def _empty(model: ReadModel, writer: Writer, namespace: str) -> None:

@@ -3,6 +3,7 @@ meanwhile (services/apiserver/namespaces.py)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import pytest
@@ -12,7 +13,13 @@ from inplace.core.settings import Settings
 from schemas import events as ev
 from services.apiserver.deletions import deletion
 from services.apiserver.errors import ApiError
-from services.apiserver.namespaces import ORDER, admit_content, contents, refuse_deletion
+from services.apiserver.namespaces import (
+    ORDER,
+    admit_content,
+    contents,
+    left_terminating,
+    refuse_deletion,
+)
 from services.apiserver.writer import Writer
 from tests import factories
 
@@ -83,3 +90,20 @@ def test_the_system_namespaces_may_not_be_deleted(namespace: str) -> None:
         f'namespaces "{namespace}" is forbidden: this namespace may not be deleted'
     )
     refuse_deletion("team")  # any other may
+
+
+def test_a_sweep_finishes_only_namespaces_left_terminating_for_a_while() -> None:
+    now = datetime(2026, 11, 27, 12, 0, 30, tzinfo=UTC)
+
+    def held(since: str | None) -> dict[str, Any]:
+        meta = {"deletionTimestamp": since} if since else {}
+        return {"metadata": meta, "status": {"phase": "Terminating" if since else "Active"}}
+
+    namespaces = {
+        "old": held("2026-11-27T11:59:00Z"),
+        "fresh": held("2026-11-27T12:00:20Z"),  # a DELETE on some replica is at it
+        "mine": held("2026-11-27T11:00:00Z"),  # this replica's DELETE has it in hand
+        "live": held(None),
+    }
+    left = left_terminating(namespaces, {"mine"}, now, timedelta(seconds=30))
+    assert left == ["old"]
