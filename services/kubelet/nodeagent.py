@@ -76,6 +76,7 @@ from services.kubelet.noderesize_metrics import RESYNC_ERRORS, RESYNC_REQUESTS
 from services.kubelet.nodestep import capacity_change, resync_failure, resync_recovered, unplug
 from services.kubelet.podstatus import image_id, running_event
 from services.kubelet.resizebook import ResizeBook, infeasible_detail, requested_changes
+from services.kubelet.resizenotices import resize_message
 from services.kubelet.resizestep import (
     Resources,
     Step,
@@ -879,7 +880,10 @@ class NodeAgent:
         if not result.ok:
             RUNTIME_OP_ERRORS.labels("container_update").inc()
             if pod is not None:
-                await self._event(pod, "ResizeError", f"resize failed: {result.error}", "Warning")
+                allocated_pod = self.checkpoint.allocated(key) or pod
+                message = resize_message("Pod resize error", allocated_pod, generation or 1,
+                                         str(result.error))  # fmt: skip
+                await self._event(pod, "ResizeError", message, "Warning")
             self._resize_failed(key)
             # PodResizeInProgress reason Error with the runtime's message, as the 1.33+ kubelet.
             await self._in_progress_note(key, generation, "Error", str(result.error))

@@ -31,6 +31,7 @@ from services.kubelet.admission import (
     decide_resize,
     pod_key,
 )
+from services.kubelet.resizenotices import resize_message
 
 __all__ = [
     "Resources",
@@ -184,8 +185,10 @@ def resize_step(node: NodeAllocation, pod: Pod, node_name: str) -> Step:
         status = ev.ResizeStatusChanged(
             **_ids(pod), resize=state, message=decision.explained, decision=decision.record
         )
-        # Warning since 1.34, as the kubelet reports both.
-        notice = Notice(f"Resize{state}", decision.explained, "Warning")
+        # Warning since 1.34, as the kubelet reports both; the desired resources and why.
+        generation = pod.metadata.generation or 1
+        message = resize_message(f"Pod resize {state}", pod, generation, decision.explained)
+        notice = Notice(f"Resize{state}", message, "Warning")
         return Step(state.lower(), decision, writes=[status], notices=[notice])  # type: ignore[arg-type]
     generation = pod.metadata.generation or 1
     target = decision.pod
@@ -196,7 +199,7 @@ def resize_step(node: NodeAllocation, pod: Pod, node_name: str) -> Step:
         # Allocation and InProgress in one status update, as the kubelet's status manager
         # writes them (one event for every reader instead of two).
         writes=[allocated_event(pod, target, node_name, IN_PROGRESS)],
-        notices=[Notice("ResizeStarted", f"Pod resize started (generation {generation})")],
+        notices=[Notice("ResizeStarted", resize_message("Pod resize started", target, generation))],
         frees_room=decision.changed and shrinks(resources_of(allocated), resources_of(target)),
     )
 
@@ -226,7 +229,7 @@ def completion(pod: Pod, allocated: Resources) -> Step | None:
     return Step(
         "unchanged",
         writes=[ev.ResizeStatusChanged(**_ids(pod), resize=None)],
-        notices=[Notice("ResizeCompleted", "Pod resize completed")],
+        notices=[_completed(pod)],
     )
 
 
@@ -240,8 +243,14 @@ def actuated_step(pod: Pod, allocated: Resources, actual: Resources, event: ev.A
     return Step(
         "completed",
         writes=[event.model_copy(update={"resize_status": COMPLETED})],
-        notices=[Notice("ResizeCompleted", "Pod resize completed")],
+        notices=[_completed(pod)],
     )
+
+
+def _completed(pod: Pod) -> Notice:
+    """ResizeCompleted: the pod's spec is what was allocated and is now actual."""
+    generation = pod.metadata.generation or 1
+    return Notice("ResizeCompleted", resize_message("Pod resize completed", pod, generation))
 
 
 def _completes(pod: Pod, allocated: Resources, actual: Resources) -> bool:

@@ -10,6 +10,7 @@ import yaml
 from inplace.core.bus.producer import EventProducer
 from inplace.core.settings import Settings
 from schemas import events as ev
+from schemas.usage import USAGE
 from tests import factories
 from tests.integration.conftest import RoleProcess, inplace, wait_caught_up
 
@@ -19,7 +20,8 @@ def test_topics_prints_one_row_per_topic_in_every_format(settings: Settings) -> 
         json.loads(line) for line in inplace(settings, "topics", "-o", "json").stdout.splitlines()
     ]
     assert {r["topic"] for r in rows} == set(settings.event_topics()) | {
-        settings.topic(ev.DEAD_LETTER)
+        settings.topic(ev.DEAD_LETTER),
+        settings.topic(USAGE),
     }
     assert {r["state"] for r in rows} == {"exists"}  # the fixture made them
     assert rows[0]["partitions"] == settings.pods_partitions

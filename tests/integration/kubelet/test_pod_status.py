@@ -104,7 +104,8 @@ async def test_running_pod_status_and_describe(
         describe, lambda out: "ResizeCompleted" in out.split("Events:")[-1], "Events described"
     )
     events = described.split("Events:")[-1]
-    assert "Normal  ResizeStarted" in events and "Pod resize started (generation 2)" in events
+    assert "Normal  ResizeStarted" in events and "Pod resize started: {" in events
+    assert '"generation":2}' in events
     assert "Status:       Running" in described
     assert f"IP:           {status['podIP']}" in described
     assert f"Container ID:   {cs['containerID']}" in described
@@ -161,8 +162,13 @@ async def test_resize_events_as_the_kubelet_emits_them(
             lambda es: any(r == "ResizeCompleted" for _, r, _ in es),
             "completed",
         )
-        assert ("Normal", "ResizeStarted", "Pod resize started (generation 2)") in seen
-        assert ("Normal", "ResizeCompleted", "Pod resize completed") in seen
+        # The 1.35 kubelet's words: the allocated resources and the generation, as JSON.
+        allocated = (
+            '{"containers":[{"name":"app","resources":{"limits":{"cpu":"200m","memory":"64Mi"},'
+            '"requests":{"cpu":"200m","memory":"64Mi"}}}],"generation":2}'
+        )
+        assert ("Normal", "ResizeStarted", f"Pod resize started: {allocated}") in seen
+        assert ("Normal", "ResizeCompleted", f"Pod resize completed: {allocated}") in seen
 
         assert (
             await http.patch(f"{base}/a/resize", json=cpu("64"), headers=SMP)
@@ -173,6 +179,9 @@ async def test_resize_events_as_the_kubelet_emits_them(
             "infeasible",
         )
         assert any(t == "Warning" and r == "ResizeInfeasible" for t, r, _ in seen)
+        (said,) = [m for _, r, m in seen if r == "ResizeInfeasible"]
+        assert said.startswith('Pod resize Infeasible: {"containers":[{"name":"app"')
+        assert '"generation":3,"error":"' in said  # the desired resources and why
 
         async def pending(name: str) -> dict[str, Any]:
             return (await http.get(f"{base}/{name}")).json()
@@ -211,7 +220,8 @@ async def test_resize_events_as_the_kubelet_emits_them(
             )
 
         again = await until(started, lambda e: e is not None, "ResizeStarted twice")
-        assert again["message"] == "Pod resize started (generation 4)"
+        assert again["message"].startswith("Pod resize started: {")
+        assert again["message"].endswith('"generation":4}')
         assert again["firstTimestamp"] <= again["lastTimestamp"]
 
         assert (

@@ -72,7 +72,11 @@ def test_an_accepted_resize_allocates_and_says_in_progress_in_one_event() -> Non
     # Each write says which spec it was decided on (status.observedGeneration, 1.34+).
     assert [getattr(w, "observed_generation", None) for w in step.writes] == [2]
     assert [(n.reason, n.message) for n in step.notices] == [
-        ("ResizeStarted", "Pod resize started (generation 2)")
+        (
+            "ResizeStarted",
+            'Pod resize started: {"containers":[{"name":"c","resources":{"limits":{"cpu":"2",'
+            '"memory":"128Mi"},"requests":{"cpu":"2","memory":"128Mi"}}}],"generation":2}',
+        )
     ]
     assert not step.frees_room
     assert resize_step(node("2"), pod("1", resize="Proposed"), "n1").frees_room
