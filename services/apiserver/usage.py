@@ -17,6 +17,7 @@ from inplace.core.settings import Settings
 from schemas.usage import USAGE, NodeUsage
 
 FRESH_S = 120.0
+MISSING_TOPIC_RETRY_S = 30.0
 log = logging.getLogger(__name__)
 
 
@@ -55,10 +56,13 @@ class UsageFollower:
         await consumer.start()
         try:
             topic = self.settings.topic(USAGE)
-            parts = consumer.partitions_for_topic(topic)
-            if parts is None:
+            while not (parts := consumer.partitions_for_topic(topic)):
                 await consumer._client.force_metadata_update()  # first use of the topic
-                parts = consumer.partitions_for_topic(topic) or set()
+                if parts := consumer.partitions_for_topic(topic):
+                    break
+                # A cluster whose topics predate it: `inplace topics` makes the missing ones.
+                log.warning("no %s topic yet: the metrics API stays empty until there is", topic)
+                await asyncio.sleep(MISSING_TOPIC_RETRY_S)
             tps = [TopicPartition(topic, p) for p in sorted(parts)]
             consumer.assign(tps)
             # From the samples of the last FRESH_S on: the history before is of no use.
@@ -76,6 +80,5 @@ class UsageFollower:
                         if record.key and record.value:
                             node = record.key.decode(errors="replace")
                             self._latest[node] = (record.timestamp / 1000, record.value)
-                await asyncio.sleep(0)
         finally:
             await consumer.stop()
