@@ -253,3 +253,8 @@ class RuntimeService(Protocol):
     async def container_stats(self, container_id: str) -> ContainerStats:
         """ContainerStats: the container's CPU time and memory working set now."""
         ...
+
+    async def list_container_stats(self, container_ids: list[str]) -> dict[str, ContainerStats]:
+        """ListContainerStats, filtered to `container_ids`: one call for a node's containers;
+        one that is gone (or unreadable) is left out."""
+        ...

@@ -722,6 +722,15 @@ class CgroupRuntime:
             raise _os_error("container_stats", container_id, exc) from exc
         return ContainerStats(cpu, memory)
 
+    async def list_container_stats(self, container_ids: list[str]) -> dict[str, ContainerStats]:
+        found: dict[str, ContainerStats] = {}
+        for cid in container_ids:
+            try:
+                found[cid] = await self.container_stats(cid)
+            except RuntimeServiceError:
+                continue  # gone, or its cgroup unreadable: left out, as ListContainerStats does
+        return found
+
     # -- shutdown -------------------------------------------------------------------------------
 
     async def close(self) -> None:

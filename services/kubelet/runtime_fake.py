@@ -486,7 +486,14 @@ class FakeRuntime:
 
     async def container_stats(self, container_id: str) -> ContainerStats:
         await self._enter("container_stats", container_id)
-        container = self._container(container_id, "container_stats")
+        return self._stats(self._container(container_id, "container_stats"))
+
+    async def list_container_stats(self, container_ids: list[str]) -> dict[str, ContainerStats]:
+        await self._enter("list_container_stats", "")
+        found = (self._containers.get(cid) for cid in container_ids)
+        return {c.id: self._stats(c) for c in found if c is not None}
+
+    def _stats(self, container: _Container) -> ContainerStats:
         _account_cpu(container, self._cpu_clock())
         memory = container.memory_usage if container.state == "running" else 0
         return ContainerStats(int(container.cpu_used), memory)
@@ -603,3 +610,7 @@ class RecordingRuntime:
     async def container_stats(self, container_id: str) -> ContainerStats:
         self._record("container_stats", container_id)
         return await self.inner.container_stats(container_id)
+
+    async def list_container_stats(self, container_ids: list[str]) -> dict[str, ContainerStats]:
+        self._record("list_container_stats", "")
+        return await self.inner.list_container_stats(container_ids)

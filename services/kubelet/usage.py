@@ -69,14 +69,19 @@ class UsageSampler:
         left out; a node with nothing running still has its (empty) record: it is also the
         node's heartbeat (its Lease's renewTime)."""
         measured: dict[str, list[ContainerUsage]] = {}
+        ids = [cid for containers in pods.values() for cid in containers.values()]
+        try:
+            found = await self.runtime.list_container_stats(ids) if ids else {}
+        except RuntimeServiceError as exc:
+            log.debug("%s: no stats: %s", node, exc)
+            found = {}
+        now = time.monotonic()
         for key, containers in pods.items():
             for name, cid in containers.items():
-                try:
-                    stats: ContainerStats = await self.runtime.container_stats(cid)
-                except RuntimeServiceError as exc:
-                    log.debug("%s: no stats for %s of %s: %s", node, name, key, exc)
+                stats: ContainerStats | None = found.get(cid)
+                if stats is None:
                     continue
-                reading = Reading(stats.cpu_usage_core_nano_seconds, time.monotonic())
+                reading = Reading(stats.cpu_usage_core_nano_seconds, now)
                 nanocores = rate(self._last.get(cid), reading)
                 self._last[cid] = reading
                 if nanocores is not None:

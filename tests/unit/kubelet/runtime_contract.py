@@ -252,6 +252,9 @@ class RuntimeContract:
         assert first.memory_working_set_bytes >= 64 * MI
         again = await runtime.container_stats(container_id)
         assert again.cpu_usage_core_nano_seconds >= first.cpu_usage_core_nano_seconds >= 0
+        listed = await runtime.list_container_stats([container_id, "no-such-container"])
+        assert list(listed) == [container_id]  # one that is gone is left out
+        assert listed[container_id].memory_working_set_bytes >= 64 * MI
 
     async def test_memory_limit_below_usage_is_refused(self, runtime: RuntimeService) -> None:
         sandbox_id = await runtime.run_pod_sandbox("u1", resources=lcr(2000, 1024))
