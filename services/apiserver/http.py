@@ -12,10 +12,11 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
 
 from inplace.core.readmodel import Collection, ReadModel, TooOld, WatchEvent, as_json
 from schemas.kubeschema import gvk_definition
-from services.apiserver import errors, fieldvalidation, protobuf
+from services.apiserver import discovery, errors, fieldvalidation, protobuf
 from services.apiserver.apply import (
     ApplyConflict,
     ApplyResult,
@@ -34,6 +35,21 @@ M = TypeVar("M", bound=BaseModel)
 
 def ok(body: dict[str, Any], code: int = 200) -> Response:
     return JSONResponse(body, status_code=code)
+
+
+def group_routes(group: str, version: str, resources: list[dict[str, Any]]) -> list[Route]:
+    """Discovery of an API group served here: /apis/<group> and /apis/<group>/<version>."""
+
+    async def group_doc(request: Request) -> Response:
+        return ok(discovery.api_group(group, version))
+
+    async def resources_doc(request: Request) -> Response:
+        return ok(discovery.api_resources(f"{group}/{version}", resources))
+
+    return [
+        Route(f"/apis/{group}", group_doc, methods=["GET"]),
+        Route(f"/apis/{group}/{version}", resources_doc, methods=["GET"]),
+    ]
 
 
 def ok_model(obj: BaseModel, code: int = 200) -> Response:

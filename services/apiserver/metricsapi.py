@@ -18,7 +18,7 @@ from inplace.core.readmodel import ReadModel
 from schemas.base import format_time
 from schemas.usage import ContainerUsage, NodeUsage, PodUsage
 from services.apiserver import discovery, errors
-from services.apiserver.http import ok
+from services.apiserver.http import group_routes, ok
 from services.apiserver.selectors import label_matcher
 from services.apiserver.usage import UsageFollower
 
@@ -101,12 +101,6 @@ def metrics_routes(model: ReadModel, samples: UsageFollower) -> list[Route]:
         )
         return [m for m in items if keep(m)]
 
-    async def group(request: Request) -> Response:
-        return ok(discovery.api_group(discovery.METRICS_GROUP, discovery.METRICS_VERSION))
-
-    async def resources(request: Request) -> Response:
-        return ok(discovery.api_resources(API_VERSION, discovery.METRICS_RESOURCES))
-
     async def list_nodes(request: Request) -> Response:
         now = datetime.now(UTC)
         items = [
@@ -135,8 +129,9 @@ def metrics_routes(model: ReadModel, samples: UsageFollower) -> list[Route]:
         raise errors.not_found("PodMetrics", name)
 
     return [
-        Route(f"/apis/{discovery.METRICS_GROUP}", group, methods=["GET"]),
-        Route(base, resources, methods=["GET"]),
+        *group_routes(
+            discovery.METRICS_GROUP, discovery.METRICS_VERSION, discovery.METRICS_RESOURCES
+        ),
         Route(f"{base}/nodes", list_nodes, methods=["GET"]),
         Route(f"{base}/nodes/{{name}}", get_node, methods=["GET"]),
         Route(f"{base}/pods", list_pods, methods=["GET"]),

@@ -17,8 +17,8 @@ from starlette.routing import Route
 from inplace.core.readmodel import ReadModel
 from schemas.base import format_micro_time, format_time
 from schemas.k8s import Node
-from services.apiserver import discovery, errors
-from services.apiserver.http import ok
+from services.apiserver import errors
+from services.apiserver.http import group_routes, ok
 from services.apiserver.usage import UsageFollower
 
 GROUP, VERSION = "coordination.k8s.io", "v1"
@@ -62,12 +62,6 @@ def lease_routes(model: ReadModel, samples: UsageFollower) -> list[Route]:
             if (node := model.get("nodes", name)) is not None
         ]
 
-    async def group(request: Request) -> Response:
-        return ok(discovery.api_group(GROUP, VERSION))
-
-    async def resources(request: Request) -> Response:
-        return ok(discovery.api_resources(f"{GROUP}/{VERSION}", RESOURCES))
-
     async def list_leases(request: Request) -> Response:
         items = leases(request.path_params.get("namespace"))
         return ok({"kind": "LeaseList", "apiVersion": f"{GROUP}/{VERSION}", "metadata": {},
@@ -81,8 +75,7 @@ def lease_routes(model: ReadModel, samples: UsageFollower) -> list[Route]:
         raise errors.not_found("Lease", name)
 
     return [
-        Route(f"/apis/{GROUP}", group, methods=["GET"]),
-        Route(base, resources, methods=["GET"]),
+        *group_routes(GROUP, VERSION, RESOURCES),
         Route(f"{base}/leases", list_leases, methods=["GET"]),
         Route(f"{base}/namespaces/{{namespace}}/leases", list_leases, methods=["GET"]),
         Route(f"{base}/namespaces/{{namespace}}/leases/{{name}}", get_lease, methods=["GET"]),

@@ -14,7 +14,7 @@ from services.apiserver import discovery, errors
 from services.apiserver.auth.authorizer import Authorizer, Rules
 from services.apiserver.auth.identity import UNSECURED, current_user
 from services.apiserver.auth.requestinfo import RequestInfo
-from services.apiserver.http import ok, read_object
+from services.apiserver.http import group_routes, ok, read_object
 
 AUTHZ = "authorization.k8s.io"
 AUTHN = "authentication.k8s.io"
@@ -141,18 +141,5 @@ def review_routes(authorizer: Authorizer) -> list[Route]:
         Route(f"/apis/{AUTHN}/v1/selfsubjectreviews", self_review, methods=["POST"]),
     ]
     for group, resources in discovery.REVIEW_GROUPS.items():
-        routes += _discovery_routes(group, resources)
+        routes += group_routes(group, "v1", resources)
     return routes
-
-
-def _discovery_routes(group: str, resources: list[dict[str, Any]]) -> list[Route]:
-    async def group_doc(request: Request) -> Response:
-        return ok(discovery.api_group(group, "v1"))
-
-    async def resources_doc(request: Request) -> Response:
-        return ok(discovery.api_resources(f"{group}/v1", resources))
-
-    return [
-        Route(f"/apis/{group}", group_doc, methods=["GET"]),
-        Route(f"/apis/{group}/v1", resources_doc, methods=["GET"]),
-    ]
