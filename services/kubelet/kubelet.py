@@ -27,7 +27,7 @@ from schemas.envelope import Cause
 from schemas.k8s import Node, Pod
 from schemas.nodeswap import planning_capacity
 from schemas.podview import PodProgress
-from schemas.usage import USAGE, NodeUsage
+from schemas.usage import USAGE
 from services.kubelet import podfilter
 from services.kubelet.admission import NodeAllocation, key_of
 from services.kubelet.config import KubeletConfig
@@ -285,13 +285,13 @@ class Kubelet:
         """Each served node's resource usage onto the `usage` topic (services/kubelet/usage.py)."""
         topic = self.settings.topic(USAGE)
 
-        async def write(record: NodeUsage) -> None:
-            value = record.model_dump_json(by_alias=True).encode()
-            await producer.send_raw(topic, value, key=record.node.encode())
+        async def write(records: list[tuple[bytes, bytes]]) -> None:
+            await producer.send_raw_many(topic, records)
 
         def served() -> dict[str, dict[str, dict[str, str]]]:
+            # The containers' maps as they are: a node's are read right after its stats come.
             return {
-                node: {key: dict(pod.containers) for key, pod in agent.pods.items()}
+                node: {key: pod.containers for key, pod in agent.pods.items()}
                 for node, agent in self.agents.items()
             }
 

@@ -106,6 +106,12 @@ class EventProducer:
         futures = [await self.send(e) for e in envelopes]
         return list(await asyncio.gather(*futures))
 
+    async def send_raw_many(self, topic: str, records: list[tuple[bytes, bytes]]) -> None:
+        """Write raw (key, value) records: queue all, then wait for all (telemetry: the
+        kubelet's usage samples, one per node, go in a few produce requests, not one each)."""
+        futures = [await self._producer.send(topic, value=v, key=k) for k, v in records]
+        await asyncio.gather(*futures)
+
     async def send_raw(
         self,
         topic: str,

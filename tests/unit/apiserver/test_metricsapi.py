@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from schemas.usage import ContainerUsage, PodUsage
+from schemas.usage import ContainerUsage, NodeUsage, PodUsage
 from services.apiserver.metricsapi import node_metrics, pod_metrics
-from services.kubelet.usage import node_usage
 
 AT = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 
 
 def test_pod_and_node_metrics_carry_metrics_servers_units() -> None:
     containers = [ContainerUsage(name="app", cpu_nanocores=250_000_000, memory_bytes=100 << 20)]
-    sample = node_usage("node-0", {"team/web": containers}, AT, 15.0)
-    pod = pod_metrics(PodUsage(namespace="team", name="web", containers=containers), sample,
-                      {"app": "web"}, AT)  # fmt: skip
+    web = PodUsage(namespace="team", name="web", containers=containers)
+    sample = NodeUsage(node="node-0", timestamp=AT, window_seconds=15.0,
+                       cpu_nanocores=250_000_000, memory_bytes=100 << 20, pods=[web])  # fmt: skip
+    pod = pod_metrics(web, sample, {"app": "web"}, AT)
     assert pod == {
         "kind": "PodMetrics",
         "apiVersion": "metrics.k8s.io/v1beta1",
