@@ -32,6 +32,12 @@ class ApiserverConfig(BaseSettings):
     # kube-apiserver's --event-ttl (1h): an Event is deleted this long after its last write.
     event_ttl_s: float = Field(default=3600.0, ge=0, description="0: Events never expire")
     event_sweep_s: float = Field(default=60.0, gt=0, description="how often expiry looks")
+    # kube-controller-manager's --node-monitor-grace-period and --node-monitor-period
+    # (nodelifecycle.py): a node unheard this long is NotReady and tainted unreachable.
+    node_monitor_grace_s: float = Field(default=50.0, gt=0)
+    node_monitor_period_s: float = Field(
+        default=5.0, ge=0, description="how often nodes' heartbeats are checked; 0: never"
+    )
     namespace_sweep_s: float = Field(
         default=30.0, gt=0, description="how often a namespace left Terminating is looked for"
     )

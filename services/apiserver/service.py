@@ -21,7 +21,7 @@ from inplace.core.security.tls import existing_credentials
 from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
 from schemas import events as ev
-from services.apiserver import eventttl, namespaces
+from services.apiserver import eventttl, namespaces, nodelifecycle
 from services.apiserver.admission import AdmissionClient
 from services.apiserver.app import build_app
 from services.apiserver.auth.audit import AuditLog
@@ -124,6 +124,19 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
             )
 
         tasks["event-ttl"] = expire_events
+    if config.node_monitor_period_s > 0:
+
+        async def monitor_nodes() -> None:
+            await ready.wait()
+            await nodelifecycle.monitor_forever(
+                model,
+                writer,
+                samples.heard,
+                timedelta(seconds=config.node_monitor_grace_s),
+                config.node_monitor_period_s,
+            )
+
+        tasks["node-lifecycle"] = monitor_nodes
     try:
         await server.run(tasks)
     finally:

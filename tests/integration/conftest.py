@@ -246,10 +246,13 @@ async def until(
     probe: Callable[[], Any], ok: Callable[[Any], bool], what: str, within: float = 60.0
 ) -> Any:
     """Poll `probe` until `ok` holds for its value (a bounded wait, not a timing assertion).
-    A blocking probe (the Kubernetes client) runs in a thread; a coroutine function is awaited."""
+    A blocking probe (the Kubernetes client) runs in a thread; a coroutine function is awaited,
+    and so is a coroutine a plain callable returns (`lambda: get(...)`)."""
     deadline = asyncio.get_running_loop().time() + within
     while True:
         value = await probe() if inspect.iscoroutinefunction(probe) else await call(probe)
+        if inspect.isawaitable(value):
+            value = await value
         if ok(value):
             return value
         if asyncio.get_running_loop().time() > deadline:

@@ -1,0 +1,141 @@
+"""Node lifecycle, as kube-controller-manager's node lifecycle controller: a node whose kubelet
+stopped posting status for the grace period (`--node-monitor-grace-period`, 50 s since
+Kubernetes 1.32) gets its Ready condition Unknown ("Kubelet stopped posting node status.")
+and the `node.kubernetes.io/unreachable` taints, NoSchedule (the scheduler places nothing
+there) and NoExecute; a node heard again is Ready and untainted.
+
+A kubelet's heartbeat here is its node's usage record (services/kubelet/usage.py, every
+`INPLACE_KUBELET_USAGE_EVERY_S`; the node's Lease, nodeleases.py). A node never heard from
+since this replica followed the `usage` topic is left as it is: with sampling off there are
+no heartbeats, and a cluster without them must not go NotReady. Pods on an unreachable node
+are not evicted (the NoExecute taint's eviction is not built) nor marked not ready.
+
+`monitor` decides, `monitor_forever` writes; replicas decide alike from the same log, and
+a decision written twice folds to the same node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+
+from inplace.core.readmodel import ReadModel
+from schemas import events as ev
+from schemas.envelope import EventPayload
+from schemas.k8s import Event, Node, NodeCondition, ObjectReference, Taint
+from schemas.kubeevents import event_about, occurrence_name
+from services.apiserver.writer import Writer
+
+log = logging.getLogger(__name__)
+
+UNREACHABLE = "node.kubernetes.io/unreachable"
+COMPONENT = "node-controller"
+EVENT_NAMESPACE = "default"  # where Kubernetes records Events about cluster-scoped objects
+
+
+def ready_condition(node: Node) -> NodeCondition | None:
+    return next((c for c in node.status.conditions or [] if c.type == "Ready"), None)
+
+
+def monitor(
+    node: Node, heard: datetime | None, now: datetime, grace: timedelta
+) -> list[EventPayload]:
+    """What the node's last heartbeat (`heard`; None: none seen) says to write at `now`: its
+    Ready condition when that changes, its taints when they no longer follow it, and an
+    Event of the change."""
+    name = node.metadata.name or ""
+    ready = ready_condition(node)
+    written: list[EventPayload] = []
+    condition: NodeCondition | None = None
+    if heard is not None and ready is not None:
+        stale = now - heard > grace
+        if stale and ready.status != "Unknown":
+            condition = NodeCondition(
+                type="Ready",
+                status="Unknown",
+                reason="NodeStatusUnknown",
+                message="Kubelet stopped posting node status.",
+                last_heartbeat_time=ready.last_heartbeat_time,
+            )
+        elif not stale and ready.status == "Unknown":
+            condition = NodeCondition(
+                type="Ready",
+                status="True",
+                reason="KubeletReady",
+                message="kubelet is posting ready status",
+            )
+    if condition is not None:
+        written.append(ev.NodeConditionChanged(name=name, condition=condition))
+        status = "NodeReady" if condition.status == "True" else "NodeNotReady"
+        written.append(ev.KubeEventRecorded(event=_status_event(node, status, now)))
+    current = condition or ready
+    unreachable = current is not None and current.status == "Unknown"
+    taints = _taints(list(node.spec.taints or []), unreachable, now)
+    if taints is not None:
+        spec = node.spec.model_copy(deep=True)
+        spec.taints = taints or None
+        metadata = node.metadata.model_copy(deep=True)
+        written.append(ev.NodeUpdated(name=name, metadata=metadata, spec=spec))
+    return written
+
+
+def _taints(taints: list[Taint], unreachable: bool, now: datetime) -> list[Taint] | None:
+    """The node's taints with the unreachable ones as `unreachable` says; None: no change."""
+    held = {t.effect for t in taints if t.key == UNREACHABLE}
+    if unreachable and held != {"NoSchedule", "NoExecute"}:
+        kept = [t for t in taints if t.key != UNREACHABLE]
+        return [
+            *kept,
+            Taint(key=UNREACHABLE, effect="NoSchedule"),
+            Taint(key=UNREACHABLE, effect="NoExecute", time_added=now),
+        ]
+    if not unreachable and held:
+        return [t for t in taints if t.key != UNREACHABLE]
+    return None
+
+
+def _status_event(node: Node, status: str, now: datetime) -> Event:
+    name = node.metadata.name or ""
+    return event_about(
+        ObjectReference(kind="Node", name=name, uid=node.metadata.uid or name, api_version="v1"),
+        name=occurrence_name(name, now),
+        namespace=EVENT_NAMESPACE,
+        reason=status,
+        message=f"Node {name} status is now: {status}",
+        now=now,
+        component=COMPONENT,
+        instance=COMPONENT,
+        counted=True,
+    )
+
+
+async def monitor_forever(
+    model: ReadModel,
+    writer: Writer,
+    heard: Callable[[], Mapping[str, float]],
+    grace: timedelta,
+    every: float,
+) -> None:
+    """Every `every` seconds (`--node-monitor-period`), write what `monitor` decides for
+    each node (decided again under the node's lock, as an update is); a failed pass is
+    logged and the next one tries again."""
+
+    def decide(name: str, beats: Mapping[str, float], now: datetime) -> list[EventPayload]:
+        node = model.get("nodes", name)
+        beat = beats.get(name)
+        at = datetime.fromtimestamp(beat, UTC) if beat is not None else None
+        return monitor(node, at, now, grace) if node is not None else []
+
+    while True:
+        await asyncio.sleep(every)
+        beats, now = heard(), datetime.now(UTC)
+        try:
+            for name in [n for n in list(model.objects("nodes")) if decide(n, beats, now)]:
+                async with writer.lock(("nodes", name)):
+                    if written := decide(name, beats, now):
+                        await writer.commit_all(written)
+                        log.info("node %s: %s", name, ", ".join(p.TYPE for p in written))
+        except Exception as exc:  # the log unreachable, a timeout: the next pass retries
+            log.warning("node lifecycle pass failed: %s", exc)
