@@ -27,6 +27,7 @@ MODULES = ("api", "apimachinery")
 PROTOS = (
     "k8s.io/api/core/v1/generated.proto",
     "k8s.io/api/authorization/v1/generated.proto",
+    "k8s.io/api/policy/v1/generated.proto",
     "k8s.io/apimachinery/pkg/api/resource/generated.proto",
     "k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto",
     "k8s.io/apimachinery/pkg/runtime/generated.proto",

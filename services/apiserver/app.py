@@ -88,6 +88,7 @@ def build_app(
         Route(ns_pods + "/{name}/status", pods.status, methods=["GET"]),
         Route(ns_pods + "/{name}/log", pods.log, methods=["GET"]),
         Route(ns_pods + "/{name}/resize", pods.resize, methods=["GET", "PUT", "PATCH"]),
+        Route(ns_pods + "/{name}/eviction", pods.evict, methods=["POST"]),
         Route("/api/v1/nodes/{name}/status", _status_of("nodes", objects), methods=["GET"]),
         Route(
             "/api/v1/namespaces/{namespace}/resourcequotas/{name}/status",

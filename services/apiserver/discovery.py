@@ -34,6 +34,16 @@ RESOURCES: list[dict[str, Any]] = [
         "verbs": ["get", "patch", "update"],
     },
     {
+        # kubectl drain evicts through this when discovery names its group and version.
+        "name": "pods/eviction",
+        "singularName": "",
+        "namespaced": True,
+        "group": "policy",
+        "version": "v1",
+        "kind": "Eviction",
+        "verbs": ["create"],
+    },
+    {
         "name": "nodes",
         "singularName": "node",
         "namespaced": False,

@@ -13,9 +13,10 @@ from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.k8s import Pod
 from schemas.resources import is_sidecar, qos_class
-from services.apiserver import dryrun, errors
+from services.apiserver import dryrun, errors, eviction
 from services.apiserver.admission import AdmissionClient, AdmissionDenied
 from services.apiserver.defaulting import default_pod_json
+from services.apiserver.deletions import deletion
 from services.apiserver.fielderrors import invalid_status
 from services.apiserver.http import (
     applied_new_object,
@@ -141,14 +142,29 @@ class PodHandlers:
 
     async def delete(self, request: Request) -> Response:
         namespace, name = request.path_params["namespace"], request.path_params["name"]
+        body = await read_body(request)
+        options = parse_json(body) if body.strip() else {}  # DeleteOptions, if any
         async with self.writer.lock(("pods", namespace, name)):
             pod = self._pod(namespace, name)
+            eviction.check_preconditions(options if isinstance(options, dict) else {}, pod)
             final = pod.to_k8s()
             await self.writer.commit(
                 ev.PodDeleted(namespace=namespace, name=name, uid=pod.metadata.uid or ""),
                 self._correlation(request),
             )
         return ok(final)
+
+    async def evict(self, request: Request) -> Response:
+        """POST …/eviction (eviction.py): the pod deleted, as a DELETE deletes it."""
+        namespace, name = request.path_params["namespace"], request.path_params["name"]
+        data = await read_object(request)
+        async with self.writer.lock(("pods", namespace, name)):
+            pod = self._pod(namespace, name)
+            if not eviction.admitted(data, name, pod):
+                await self.writer.commit(
+                    deletion("pods", (namespace, name), pod), self._correlation(request)
+                )
+        return ok(eviction.SUCCESS, 201)
 
     async def update(self, request: Request) -> Response:
         """PUT/PATCH of the pod itself: labels, annotations and images; resources only via

@@ -21,6 +21,7 @@ from google.protobuf.message import DecodeError, Message
 
 from schemas.k8sproto.k8s.io.api.authorization.v1 import generated_pb2 as authorization_v1
 from schemas.k8sproto.k8s.io.api.core.v1 import generated_pb2 as core_v1
+from schemas.k8sproto.k8s.io.api.policy.v1 import generated_pb2 as policy_v1
 from schemas.k8sproto.k8s.io.apimachinery.pkg.runtime import generated_pb2 as runtime
 
 MAGIC = b"k8s\x00"
@@ -35,6 +36,7 @@ MESSAGES: dict[tuple[str, str], type[Message]] = {
     ("v1", "Node"): core_v1.Node,
     ("v1", "Event"): core_v1.Event,
     ("v1", "Binding"): core_v1.Binding,
+    ("policy/v1", "Eviction"): policy_v1.Eviction,
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): (
         authorization_v1.SelfSubjectAccessReview
     ),

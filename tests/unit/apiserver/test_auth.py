@@ -4,6 +4,7 @@ the protobuf SelfSubjectAccessReview, as tables."""
 from __future__ import annotations
 
 import ssl
+from importlib import resources
 
 import pytest
 
@@ -180,6 +181,29 @@ subjects: [{kind: User, name: alice}]
         ALICE, request_info("PATCH", "/api/v1/namespaces/team-b/pods/x/resize", {})
     )
     assert not policy.allows(ALICE, request_info("PATCH", "/api/v1/namespaces/team-a/pods/x", {}))
+
+
+def test_edit_may_evict_and_view_may_not() -> None:
+    """kubectl drain and a VPA's updater evict through pods/eviction: edit grants it."""
+    built_in = resources.files("services.apiserver.auth").joinpath("policy.yaml").read_text()
+    bindings = """
+---
+kind: RoleBinding
+apiVersion: rbac.authorization.k8s.io/v1
+metadata: {name: alice-edits, namespace: team-a}
+roleRef: {kind: ClusterRole, name: edit}
+subjects: [{kind: User, name: alice}]
+---
+kind: RoleBinding
+apiVersion: rbac.authorization.k8s.io/v1
+metadata: {name: alice-views, namespace: team-b}
+roleRef: {kind: ClusterRole, name: view}
+subjects: [{kind: User, name: alice}]
+"""
+    policy = Policy.parse(built_in + bindings)
+    evict = "/api/v1/namespaces/{}/pods/web/eviction"
+    assert policy.allows(ALICE, request_info("POST", evict.format("team-a"), {}))
+    assert not policy.allows(ALICE, request_info("POST", evict.format("team-b"), {}))
 
 
 TEAM_POLICY = """

@@ -6,6 +6,7 @@ import pytest
 
 from schemas.k8sproto.k8s.io.api.authorization.v1 import generated_pb2 as authorization_v1
 from schemas.k8sproto.k8s.io.api.core.v1 import generated_pb2 as core_v1
+from schemas.k8sproto.k8s.io.api.policy.v1 import generated_pb2 as policy_v1
 from services.apiserver.protobuf import ProtobufError, decode
 from tests.factories import protobuf_body
 
@@ -85,6 +86,19 @@ def test_a_namespace_with_labels_and_annotations() -> None:
             "labels": {"env": "dev", "tier": "web"},
             "annotations": {"note": "x"},
         },
+    }
+
+
+def test_an_eviction_as_kubectl_drain_sends_it() -> None:
+    eviction = policy_v1.Eviction()
+    eviction.metadata.name, eviction.metadata.namespace = "web", "default"
+    eviction.deleteOptions.preconditions.uid = "u-1"
+    eviction.deleteOptions.dryRun.append("All")
+    assert decode(protobuf_body("policy/v1", "Eviction", eviction)) == {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "web", "namespace": "default"},
+        "deleteOptions": {"preconditions": {"uid": "u-1"}, "dryRun": ["All"]},
     }
 
 

@@ -1,0 +1,70 @@
+"""The Eviction subresource (`POST …/pods/{name}/eviction`, policy/v1): what `kubectl drain`
+and an autoscaler's updater (a VPA evicting a pod it cannot resize in place) send to take a
+pod off its node. No PodDisruptionBudgets are served, so every eviction is allowed, as
+kube-apiserver allows one no budget covers; the pod is deleted as a DELETE deletes it (at
+once: there is no graceful termination here, so no DisruptionTarget condition either).
+
+`admitted` checks the request against the pod, as kube-apiserver's eviction REST and its
+store's Delete do; the handler (pods.py) writes the deletion.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schemas.k8s import Pod
+from services.apiserver import errors
+
+KIND = "Eviction"
+API_VERSIONS = ("policy/v1", "policy/v1beta1")
+# kube-apiserver's answer to an eviction it carried out.
+SUCCESS: dict[str, Any] = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "metadata": {},
+    "status": "Success",
+    "code": 201,
+}
+
+
+def admitted(data: Any, name: str, pod: Pod) -> bool:
+    """Check an Eviction body for the pod `name` it is posted to; True when its deleteOptions
+    ask for a dry run. Raises the ApiError kube-apiserver answers with."""
+    if not isinstance(data, dict):
+        raise errors.bad_request("the body of an eviction must be an Eviction object")
+    if data.get("kind") not in (None, KIND) or data.get("apiVersion") not in (None, *API_VERSIONS):
+        raise errors.bad_request(
+            f"{data.get('kind')} in version {data.get('apiVersion')!r} cannot be handled as an "
+            "Eviction (policy/v1)"
+        )
+    metadata = data.get("metadata") or {}
+    if not isinstance(metadata, dict) or metadata.get("name") != name:
+        raise errors.bad_request("name in URL does not match name in Eviction object")
+    options = data.get("deleteOptions") or {}
+    if not isinstance(options, dict):
+        raise errors.bad_request("deleteOptions must be a DeleteOptions object")
+    check_preconditions(options, pod)
+    dry_run = options.get("dryRun") or []
+    if dry_run not in ([], ["All"]):
+        raise errors.bad_request(f"Invalid dry run value: {dry_run!r}: supported values are 'All'")
+    return dry_run == ["All"]
+
+
+def check_preconditions(options: dict[str, Any], pod: Pod) -> None:
+    """DeleteOptions.preconditions (uid, resourceVersion) against the pod: a 409 as the
+    store's Delete answers when one does not hold."""
+    preconditions = options.get("preconditions") or {}
+    if not isinstance(preconditions, dict):
+        raise errors.bad_request("preconditions must be an object")
+    name = pod.metadata.name or ""
+    meta = pod.metadata
+    for key, field, held in (("uid", "UID", meta.uid), ("resourceVersion", "ResourceVersion",
+                                                        meta.resource_version)):  # fmt: skip
+        wanted = preconditions.get(key)
+        if wanted is not None and wanted != held:
+            raise errors.conflict(
+                "Pod",
+                name,
+                f"Precondition failed: {field} in precondition: {wanted}, "
+                f"{field} in object meta: {held}",
+            )
