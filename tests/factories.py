@@ -69,6 +69,19 @@ def node(name: str, cpu: str = "8", memory: str = "32Gi") -> Node:
     )
 
 
+def node_manifest(name: str) -> dict[str, Any]:
+    """A Ready 4-CPU Node as a user creates one with kubectl (no kubelet serves it)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name},
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
 def resource_list(**values: str) -> dict[str, Quantity]:
     """A ResourceList from keyword args (`resource_list(**{"nvidia.com/gpu": "1"})` for other
     names)."""

@@ -7,17 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.factories import node_manifest
 from tests.integration.conftest import RoleProcess, kubectl
-
-NODE = {
-    "apiVersion": "v1",
-    "kind": "Node",
-    "metadata": {"name": "n1"},
-    "status": {
-        "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
-        "conditions": [{"type": "Ready", "status": "True"}],
-    },
-}
 
 
 def pod_on(name: str, node: str = "n1") -> dict[str, Any]:
@@ -35,7 +26,7 @@ def eviction(name: str, **options: Any) -> dict[str, Any]:
 
 
 async def test_kubectl_drain_evicts_the_nodes_pods(apiserver: RoleProcess) -> None:
-    await kubectl(apiserver, "create", "-f", "-", stdin=json.dumps(NODE))
+    await kubectl(apiserver, "create", "-f", "-", stdin=json.dumps(node_manifest("n1")))
     for name, node in (("a", "n1"), ("b", "n1"), ("elsewhere", "n2")):
         await kubectl(apiserver, "create", "-f", "-", stdin=json.dumps(pod_on(name, node)))
     # Pods no controller manages are evicted only with --force, as kubectl says.

@@ -17,6 +17,7 @@ from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.events import K8S_EVENTS, NODES, PODS, POLICY, WORKLOADS
+from tests.factories import node_manifest
 from tests.integration.conftest import RoleProcess, kubectl, read_log, until
 from tests.integration.workload.conftest import clone_set
 
@@ -330,16 +331,7 @@ async def test_server_side_apply_of_namespaces_nodes_and_quotas(apiserver: RoleP
 
 
 async def test_label_cordon_and_taint_a_node(apiserver: RoleProcess) -> None:
-    node = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": "n1"},
-        "status": {
-            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
-    await kubectl(apiserver, "create", "-f", "-", stdin=json.dumps(node))
+    await kubectl(apiserver, "create", "-f", "-", stdin=json.dumps(node_manifest("n1")))
     steps = [
         (("label", "node", "n1", "disk=ssd"), "node/n1 labeled"),
         (("cordon", "n1"), "node/n1 cordoned"),
