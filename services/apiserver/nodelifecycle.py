@@ -7,8 +7,10 @@ there) and NoExecute; a node heard again is Ready and untainted.
 A kubelet's heartbeat here is its node's usage record (services/kubelet/usage.py, every
 `INPLACE_KUBELET_USAGE_EVERY_S`; the node's Lease, nodeleases.py). A node never heard from
 since this replica followed the `usage` topic is left as it is: with sampling off there are
-no heartbeats, and a cluster without them must not go NotReady. Pods on an unreachable node
-are not evicted (the NoExecute taint's eviction is not built) nor marked not ready.
+no heartbeats, and a cluster without them must not go NotReady. The NoExecute taints evict
+as the taint eviction controller does (`evictions`): every pod tolerates unreachable for
+300 s by default, so a node silent for 50 s + 5 min loses its pods. The pods of a silent node
+are not marked not ready meanwhile.
 
 `monitor` decides, `monitor_forever` writes; replicas decide alike from the same log, and
 a decision written twice folds to the same node.
@@ -18,20 +20,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.envelope import EventPayload
-from schemas.k8s import Event, Node, NodeCondition, ObjectReference, Taint
-from schemas.kubeevents import event_about, occurrence_name
+from schemas.k8s import Event, Node, NodeCondition, ObjectReference, Pod, Taint
+from schemas.kubeevents import event_about, occurrence_name, reference
+from schemas.taints import toleration_seconds
+from services.apiserver.deletions import deletion
 from services.apiserver.writer import Writer
 
 log = logging.getLogger(__name__)
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
 COMPONENT = "node-controller"
+EVICTION_COMPONENT = "taint-eviction-controller"
 EVENT_NAMESPACE = "default"  # where Kubernetes records Events about cluster-scoped objects
 
 
@@ -111,6 +116,46 @@ def _status_event(node: Node, status: str, now: datetime) -> Event:
     )
 
 
+def evictions(node: Node, pods: Iterable[Pod], now: datetime) -> list[EventPayload]:
+    """The taint eviction controller's decision for the pods on `node`: with NoExecute taints
+    on it, a pod that does not tolerate one is deleted now, one that tolerates them for a
+    while (tolerationSeconds: every pod has 300 s of unreachable and not-ready by default)
+    once that long has passed since the newest of them was added (its timeAdded; a taint
+    without one has not started counting), and one that tolerates them for ever stays."""
+    taints = [t for t in node.spec.taints or [] if t.effect == "NoExecute"]
+    if not taints:
+        return []
+    added = [t.time_added for t in taints]
+    # Counting from the newest taint; not at all while one has no timeAdded.
+    since = None if None in added else max(a for a in added if a is not None)
+    written: list[EventPayload] = []
+    for pod in pods:
+        seconds = toleration_seconds(pod.spec.tolerations or [], taints)
+        if seconds is None:
+            continue
+        if seconds > 0 and (since is None or now - since < timedelta(seconds=seconds)):
+            continue
+        key = (pod.metadata.namespace or "", pod.metadata.name or "")
+        written.append(deletion("pods", key, pod))
+        written.append(ev.KubeEventRecorded(event=_eviction_event(pod, now)))
+    return written
+
+
+def _eviction_event(pod: Pod, now: datetime) -> Event:
+    namespace, name = pod.metadata.namespace or "", pod.metadata.name or ""
+    return event_about(
+        reference("Pod", pod.metadata),
+        name=occurrence_name(name, now),
+        namespace=namespace,
+        reason="TaintManagerEviction",
+        message=f"Marking for deletion Pod {namespace}/{name}",
+        now=now,
+        component=EVICTION_COMPONENT,
+        instance=EVICTION_COMPONENT,
+        counted=True,
+    )
+
+
 async def monitor_forever(
     model: ReadModel,
     writer: Writer,
@@ -128,6 +173,13 @@ async def monitor_forever(
         at = datetime.fromtimestamp(beat, UTC) if beat is not None else None
         return monitor(node, at, now, grace) if node is not None else []
 
+    def evicted(name: str, now: datetime) -> list[EventPayload]:
+        node = model.get("nodes", name)
+        if node is None or not any(t.effect == "NoExecute" for t in node.spec.taints or []):
+            return []
+        on_it = (model.get("pods", key) for key in model.pods.keys_on([name]))
+        return evictions(node, (p for p in on_it if p is not None), now)
+
     while True:
         await asyncio.sleep(every)
         beats, now = heard(), datetime.now(UTC)
@@ -137,5 +189,10 @@ async def monitor_forever(
                     if written := decide(name, beats, now):
                         await writer.commit_all(written)
                         log.info("node %s: %s", name, ", ".join(p.TYPE for p in written))
+            for name in list(model.objects("nodes")):
+                if written := evicted(name, now):
+                    await writer.commit_all(written)
+                    log.info("node %s: %d pod(s) evicted by its NoExecute taints",
+                             name, len(written) // 2)  # fmt: skip
         except Exception as exc:  # the log unreachable, a timeout: the next pass retries
             log.warning("node lifecycle pass failed: %s", exc)

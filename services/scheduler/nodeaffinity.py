@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from schemas.k8s import NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration
+from schemas.taints import tolerates
 
 __all__ = [
     "AFFINITY_MISMATCH",
@@ -127,20 +128,6 @@ def filter_reason(placement: PodPlacement, node: NodeFacts) -> str | None:
 
 def taint_reason(taint: Taint) -> str:
     return f"node(s) had untolerated taint {{{taint.key}: {taint.value or ''}}}"
-
-
-def tolerates(tolerations: Sequence[Toleration], taint: Taint) -> bool:
-    """`Toleration.ToleratesTaint` for any of the pod's tolerations."""
-    for t in tolerations:
-        if t.effect and t.effect != taint.effect:
-            continue
-        if t.key and t.key != taint.key:
-            continue
-        if t.operator == "Exists":
-            return True
-        if t.operator in (None, "", "Equal") and (t.value or "") == (taint.value or ""):
-            return True
-    return False
 
 
 def matches_term(term: NodeSelectorTerm, node: NodeFacts) -> bool:

@@ -1,6 +1,7 @@
 """Node lifecycle (services/apiserver/nodelifecycle.py): a node whose kubelet stops posting
-its heartbeat goes NotReady and is tainted unreachable, so nothing new is scheduled there;
-once a kubelet serves it again it is Ready, untainted, and the pod waiting for it runs."""
+its heartbeat goes NotReady and is tainted unreachable, so nothing new is scheduled there and
+a pod tolerating that for less than it lasts is evicted; once a kubelet serves it again it is
+Ready, untainted, and the pod waiting for it runs."""
 
 from __future__ import annotations
 
@@ -50,6 +51,15 @@ async def test_a_silent_node_goes_not_ready_and_back(settings: Settings, tmp_pat
         await until(lambda: get("lease", "node-0", "-n", "kube-node-lease"), bool,
                     "the node's first heartbeat", 30)  # fmt: skip
         assert ready(await node()) == "True"
+        # Two pods on the node: one tolerates its being unreachable for a second, the other
+        # for the default 300 s.
+        brief = {"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute",
+                 "tolerationSeconds": 1}  # fmt: skip
+        for name, tolerations in (("brief", [brief]), ("patient", [])):
+            manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                        "spec": {"nodeName": "node-0", "tolerations": tolerations,
+                                 "containers": [{"name": "c", "image": "app"}]}}  # fmt: skip
+            await kubectl(apiserver, "create", "-f", "-", stdin=json.dumps(manifest))
         kubelet.kill9()
         silent = await until(node, lambda n: ready(n) == "Unknown", "the node NotReady", 30)
         condition = next(c for c in silent["status"]["conditions"] if c["type"] == "Ready")
@@ -58,6 +68,12 @@ async def test_a_silent_node_goes_not_ready_and_back(settings: Settings, tmp_pat
         held = await until(node, lambda n: unreachable(n) == ["NoExecute", "NoSchedule"],
                            "the unreachable taints", 30)  # fmt: skip
         assert next(t for t in held["spec"]["taints"] if t["effect"] == "NoExecute")["timeAdded"]
+        await until(lambda: get("pod", "brief"), lambda p: p == {}, "brief evicted", 30)
+        assert (await get("pod", "patient"))["spec"]["nodeName"] == "node-0"
+        evicted = await get("events", "--field-selector", "reason=TaintManagerEviction")
+        assert [e["message"] for e in evicted["items"]] == [
+            "Marking for deletion Pod default/brief"
+        ]
         listed = await kubectl(apiserver, "get", "nodes", "--no-headers")
         assert listed.stdout.split()[:2] == ["node-0", "NotReady"]
         events = await get(

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from schemas import events as ev
-from schemas.k8s import Node, NodeCondition, Taint
-from services.apiserver.nodelifecycle import UNREACHABLE, monitor
+from schemas.k8s import Node, NodeCondition, Pod, Taint, Toleration
+from schemas.taints import toleration_seconds
+from services.apiserver.nodelifecycle import UNREACHABLE, evictions, monitor
 from tests.factories import node
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
@@ -82,3 +85,71 @@ def test_taints_follow_the_ready_condition_alone() -> None:
     already = [Taint(key=UNREACHABLE, effect="NoSchedule"),
                Taint(key=UNREACHABLE, effect="NoExecute", time_added=REGISTERED)]  # fmt: skip
     assert monitor(ready_node("Unknown", already), NOW - timedelta(hours=1), NOW, GRACE) == []
+
+
+def pod_tolerating(name: str, *tolerations: Toleration) -> Pod:
+    return Pod.model_validate(
+        {"metadata": {"name": name, "namespace": "team", "uid": f"uid-{name}"},
+         "spec": {"nodeName": "node-0", "containers": [{"name": "c", "image": "app"}],
+                  "tolerations": [t.model_dump(by_alias=True, exclude_none=True)
+                                  for t in tolerations]}}
+    )  # fmt: skip
+
+
+UNREACHABLE_FOR = {s: Toleration(key=UNREACHABLE, operator="Exists", effect="NoExecute",
+                                 toleration_seconds=s) for s in (0, 60, 300)}  # fmt: skip
+
+
+def test_a_noexecute_taint_evicts_who_does_not_tolerate_it_now_others_when_due() -> None:
+    tainted = ready_node("Unknown", [Taint(key=UNREACHABLE, effect="NoSchedule"),
+                                     Taint(key=UNREACHABLE, effect="NoExecute",
+                                           time_added=NOW - timedelta(seconds=61))])  # fmt: skip
+    pods = [
+        pod_tolerating("untolerating"),
+        pod_tolerating("sixty", UNREACHABLE_FOR[60]),
+        pod_tolerating("default", UNREACHABLE_FOR[300]),
+        pod_tolerating("forever", Toleration(operator="Exists")),
+    ]
+    written = evictions(tainted, pods, NOW)
+    deleted = [p.name for p in written if isinstance(p, ev.PodDeleted)]
+    assert deleted == ["untolerating", "sixty"]
+    events = [p.event for p in written if isinstance(p, ev.KubeEventRecorded)]
+    assert (events[0].reason, events[0].message) == (
+        "TaintManagerEviction",
+        "Marking for deletion Pod team/untolerating",
+    )
+    assert events[0].involved_object.kind == "Pod"
+    assert evictions(ready_node(), pods, NOW) == []  # no NoExecute taint: nobody
+
+
+def test_a_taint_without_time_added_evicts_only_who_does_not_tolerate_it() -> None:
+    user_taint = ready_node(taints=[Taint(key="maintenance", effect="NoExecute")])
+    pods = [pod_tolerating("a"), pod_tolerating("b", Toleration(key="maintenance",
+                                                               operator="Exists",
+                                                               toleration_seconds=1))]  # fmt: skip
+    assert [p.name for p in evictions(user_taint, pods, NOW) if isinstance(p, ev.PodDeleted)] == [
+        "a"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "seconds"),
+    [
+        ([], 0.0),
+        ([UNREACHABLE_FOR[300]], 300.0),
+        ([UNREACHABLE_FOR[300], UNREACHABLE_FOR[60]], 300.0),  # the first that matches counts
+        ([Toleration(operator="Exists")], None),
+        (
+            [
+                Toleration(
+                    key=UNREACHABLE, operator="Exists", effect="NoExecute", toleration_seconds=-5
+                )
+            ],
+            0.0,
+        ),
+        ([Toleration(key="other", operator="Exists")], 0.0),
+    ],
+)
+def test_toleration_seconds(tolerations: list[Toleration], seconds: float | None) -> None:
+    taints = [Taint(key=UNREACHABLE, effect="NoExecute")]
+    assert toleration_seconds(tolerations, taints) == seconds
