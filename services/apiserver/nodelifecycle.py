@@ -167,10 +167,14 @@ async def monitor_forever(
     each node (decided again under the node's lock, as an update is); a failed pass is
     logged and the next one tries again."""
 
+    # As the controller counts from its own first sight of a node: a restarted apiserver
+    # gives every node the full grace period before calling an old heartbeat stale.
+    started = datetime.now(UTC).timestamp()
+
     def decide(name: str, beats: Mapping[str, float], now: datetime) -> list[EventPayload]:
         node = model.get("nodes", name)
         beat = beats.get(name)
-        at = datetime.fromtimestamp(beat, UTC) if beat is not None else None
+        at = datetime.fromtimestamp(max(beat, started), UTC) if beat is not None else None
         return monitor(node, at, now, grace) if node is not None else []
 
     def evicted(name: str, now: datetime) -> list[EventPayload]:
