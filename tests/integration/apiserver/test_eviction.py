@@ -35,6 +35,14 @@ async def test_kubectl_drain_evicts_the_nodes_pods(apiserver: RoleProcess) -> No
     assert "cannot delete Pods that declare no controller (use --force to override)" in (
         refused.stderr
     )
+    # The refused drain cordoned the node already (kubectl cordons first); a server dry run
+    # evicts nothing.
+    rehearsed = await kubectl(apiserver, "drain", "n1", "--force", "--dry-run=server")
+    assert "evicting pod default/a (server dry run)" in rehearsed.stdout
+    assert rehearsed.stdout.strip().endswith("node/n1 drained (server dry run)")
+    assert (await kubectl(apiserver, "get", "pods", "-o", "name")).stdout.split() == [
+        "pod/a", "pod/b", "pod/elsewhere",
+    ]  # fmt: skip
     drained = await kubectl(apiserver, "drain", "n1", "--force", "--timeout", "60s")
     assert "evicting pod default/a" in drained.stderr + drained.stdout
     assert "pod/a evicted" in drained.stdout and "pod/b evicted" in drained.stdout
