@@ -186,20 +186,11 @@ subjects: [{kind: User, name: alice}]
 def test_edit_may_evict_and_view_may_not() -> None:
     """kubectl drain and a VPA's updater evict through pods/eviction: edit grants it."""
     built_in = resources.files("services.apiserver.auth").joinpath("policy.yaml").read_text()
-    bindings = """
----
-kind: RoleBinding
-apiVersion: rbac.authorization.k8s.io/v1
-metadata: {name: alice-edits, namespace: team-a}
-roleRef: {kind: ClusterRole, name: edit}
-subjects: [{kind: User, name: alice}]
----
-kind: RoleBinding
-apiVersion: rbac.authorization.k8s.io/v1
-metadata: {name: alice-views, namespace: team-b}
-roleRef: {kind: ClusterRole, name: view}
-subjects: [{kind: User, name: alice}]
-"""
+    binding = "---\nkind: RoleBinding\napiVersion: rbac.authorization.k8s.io/v1\n" + (
+        "metadata: {{name: alice-{0}, namespace: {1}}}\nroleRef: {{kind: ClusterRole, name: {0}}}\n"
+        "subjects: [{{kind: User, name: alice}}]\n"
+    )
+    bindings = binding.format("edit", "team-a") + binding.format("view", "team-b")
     policy = Policy.parse(built_in + bindings)
     evict = "/api/v1/namespaces/{}/pods/web/eviction"
     assert policy.allows(ALICE, request_info("POST", evict.format("team-a"), {}))
