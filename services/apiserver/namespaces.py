@@ -21,6 +21,7 @@ from inplace.core.projection.podstore import NsName
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from services.apiserver import errors
+from services.apiserver.auth.identity import controller, set_current_user
 from services.apiserver.deletions import deletion
 from services.apiserver.writer import Writer
 
@@ -97,7 +98,8 @@ def _parse_time(value: str | None) -> datetime:
 
 async def sweep_forever(model: ReadModel, writer: Writer, every: float) -> None:
     """Every `every` seconds, finish the namespaces left Terminating for at least as long
-    (`left_terminating`); a failed pass is retried."""
+    (`left_terminating`); a failed pass is retried. Written as kube's namespace controller."""
+    set_current_user(controller("namespace-controller"))
     while True:
         await asyncio.sleep(every)
         left = left_terminating(

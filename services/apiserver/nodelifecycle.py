@@ -29,6 +29,7 @@ from schemas.envelope import EventPayload
 from schemas.k8s import Event, Node, NodeCondition, ObjectReference, Pod, Taint
 from schemas.kubeevents import event_about, occurrence_name, reference
 from schemas.taints import toleration_seconds
+from services.apiserver.auth.identity import controller, set_current_user
 from services.apiserver.deletions import deletion
 from services.apiserver.writer import Writer
 
@@ -167,6 +168,7 @@ async def monitor_forever(
     each node (decided again under the node's lock, as an update is); a failed pass is
     logged and the next one tries again."""
 
+    set_current_user(controller(COMPONENT))  # this task writes as kube's node controller
     # As the controller counts from its own first sight of a node: a restarted apiserver
     # gives every node the full grace period before calling an old heartbeat stale.
     started = datetime.now(UTC).timestamp()

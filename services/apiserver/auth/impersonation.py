@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from schemas.envelope import UserInfo
+from services.apiserver.auth.identity import service_account_groups
 from services.apiserver.auth.requestinfo import RequestInfo
 
 USER = "impersonate-user"
@@ -98,7 +99,7 @@ def impersonated_user(wanted: Impersonation) -> UserInfo:
     groups = list(wanted.groups)
     if not groups and wanted.username.startswith(SERVICE_ACCOUNT_PREFIX):
         namespace = wanted.username.removeprefix(SERVICE_ACCOUNT_PREFIX).partition(":")[0]
-        groups = ["system:serviceaccounts", f"system:serviceaccounts:{namespace}"]
+        groups = service_account_groups(namespace)
     if wanted.username == ANONYMOUS:
         if UNAUTHENTICATED not in groups:
             groups.append(UNAUTHENTICATED)

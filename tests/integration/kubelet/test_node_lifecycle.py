@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from inplace.core.settings import Settings
-from tests.integration.conftest import RoleProcess, kubectl, until
+from schemas.events import NODES, PODS
+from tests.integration.conftest import RoleProcess, kubectl, read_log, until
 
 pytestmark = pytest.mark.integration
 UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -74,6 +75,13 @@ async def test_a_silent_node_goes_not_ready_and_back(settings: Settings, tmp_pat
         assert [e["message"] for e in evicted["items"]] == [
             "Marking for deletion Pod default/brief"
         ]
+        # Written as kube's node controller (the log says who asked for each change).
+        written = [e for e in await read_log(settings, PODS, NODES)
+                   if e.type in ("PodDeleted", "NodeConditionChanged")]  # fmt: skip
+        assert {(e.type, e.user.username if e.user else None) for e in written} == {
+            ("PodDeleted", "system:serviceaccount:kube-system:node-controller"),
+            ("NodeConditionChanged", "system:serviceaccount:kube-system:node-controller"),
+        }
         listed = await kubectl(apiserver, "get", "nodes", "--no-headers")
         assert listed.stdout.split()[:2] == ["node-0", "NotReady"]
         events = await get(
