@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from inplace.core.readmodel import Collection, ReadModel, TooOld, WatchEvent, as_json
 from schemas.kubeschema import gvk_definition
-from services.apiserver import discovery, errors, fieldvalidation, protobuf
+from services.apiserver import discovery, errors, fieldvalidation, paging, protobuf
 from services.apiserver.apply import (
     ApplyConflict,
     ApplyResult,
@@ -24,6 +24,7 @@ from services.apiserver.apply import (
     render_path,
     server_side_apply,
 )
+from services.apiserver.paging import Listing
 from services.apiserver.patching import APPLY_PATCH, PatchError, apply_patch
 from services.apiserver.selectors import field_matcher, label_matcher
 from services.apiserver.tables import TableRequest, parse_accept, table
@@ -339,31 +340,44 @@ def ok_object(request: Request, obj: dict[str, Any]) -> Response:
 def list_or_watch(
     request: Request,
     collection: Collection,
-    objects: list[dict[str, Any]],
+    objects: list[dict[str, Any]] | Listing,
     list_kind: str,
     namespace: str | None,
     *,
     api_version: str = "v1",
 ) -> Response:
+    """A LIST (a page of it with `limit` / `continue`, paging.py) or a WATCH of `objects`
+    (a Listing: decoded as a page looks at them)."""
     kind = list_kind.removesuffix("List")
     match = matcher(request, namespace, kind)
     asked = wants_table(request)
+    listing = objects if isinstance(objects, Listing) else Listing.of(objects)
     if request.query_params.get("watch") in ("true", "1"):
         return watch(
-            request, collection, objects, match, (kind, asked) if asked else None, namespace
+            request, collection, listing.all(), match, (kind, asked) if asked else None, namespace
         )
-    items = [o for o in objects if match(o)]
+    limit = query_int(request, "limit")
+    token = request.query_params.get("continue")
+    rv, after = str(collection.last), ""
+    if token:
+        if request.query_params.get("resourceVersion") not in (None, ""):
+            raise errors.bad_request(
+                "specifying resource version is not allowed when using continue"
+            )
+        rv, after = paging.parse_continue(token)
+    found = paging.page(listing, match, limit if limit and limit > 0 else None, after)
+    metadata: dict[str, Any] = {"resourceVersion": rv}
+    if found.last is not None:
+        metadata["continue"] = paging.continue_token(rv, found.last)
+        params = request.query_params
+        if not (params.get("labelSelector") or params.get("fieldSelector")):
+            metadata["remainingItemCount"] = found.remaining
     if asked is not None:
-        body = table(kind, items, asked, datetime.now(UTC), str(collection.last))
+        body = table(kind, found.items, asked, datetime.now(UTC), rv)
+        body["metadata"] = metadata
         return JSONResponse(body, media_type=TABLE_CONTENT_TYPE.format(asked.version))
-    return ok(
-        {
-            "kind": list_kind,
-            "apiVersion": api_version,
-            "metadata": {"resourceVersion": str(collection.last)},
-            "items": items,
-        }
-    )
+    return ok({"kind": list_kind, "apiVersion": api_version, "metadata": metadata,
+               "items": found.items})  # fmt: skip
 
 
 def watch(

@@ -37,6 +37,7 @@ from services.apiserver.http import (
     warn,
 )
 from services.apiserver.namespaces import admit_content
+from services.apiserver.paging import Listing
 from services.apiserver.patching import JSON_PATCH, PatchError, apply_patch
 from services.apiserver.refusals import refused_by
 from services.apiserver.validation import (
@@ -88,10 +89,17 @@ class PodHandlers:
         namespace = request.path_params.get("namespace")
         await not_older_than(request, self.model, "pods")
         pods = self.model.pods
-        keys = sorted(k for k in pods if namespace is None or k[0] == namespace)
-        # Parsed from the stored JSON: cheaper than decoding each pod into models.
-        objects = [json.loads(pods.json(key) or b"{}") for key in keys]
-        return list_or_watch(request, self.model.collections["pods"], objects, "PodList", namespace)
+        keys = sorted(f"{ns}/{name}" for ns, name in pods if namespace is None or ns == namespace)
+
+        def fetch(i: int) -> dict[str, Any]:
+            # Parsed from the stored JSON (cheaper than decoding into models), and only the
+            # pods a page looks at.
+            ns, _, name = keys[i].partition("/")
+            parsed: dict[str, Any] = json.loads(pods.json((ns, name)) or b"{}")
+            return parsed
+
+        listing = Listing(keys, fetch)
+        return list_or_watch(request, self.model.collections["pods"], listing, "PodList", namespace)
 
     async def create(self, request: Request) -> Response:
         namespace = request.path_params["namespace"]
