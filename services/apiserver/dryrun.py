@@ -90,6 +90,14 @@ def _keep_version(obj: Any, current: Any) -> None:
         obj["metadata"]["resourceVersion"] = rv
 
 
+def invalid(values: list[str]) -> errors.ApiError | None:
+    """kube-apiserver's 400 for a dryRun value other than All (query or DeleteOptions)."""
+    bad = [v for v in values if v != "All"]
+    if not bad:
+        return None
+    return errors.bad_request(f"Invalid dry run value: {bad[0]!r}: supported values are 'All'")
+
+
 class DryRun:
     """ASGI middleware: `dryRun=All` in the query (or, for a DELETE, in its DeleteOptions body,
     where kubectl sends it) marks the request a dry run; any other value is kube-apiserver's
@@ -110,12 +118,9 @@ class DryRun:
         if not values:
             await self.app(scope, receive, send)
             return
-        bad = [v for v in values if v != "All"]
-        if bad:
-            status = errors.bad_request(
-                f"Invalid dry run value: {bad[0]!r}: supported values are 'All'"
-            ).status
-            await JSONResponse(status.to_k8s(), status_code=400)(scope, receive, send)
+        refusal = invalid(values)
+        if refusal is not None:
+            await JSONResponse(refusal.status.to_k8s(), status_code=400)(scope, receive, send)
             return
         token = _ACTIVE.set(True)
         results = _RESULTS.set({})

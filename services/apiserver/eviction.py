@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from schemas.k8s import Pod
-from services.apiserver import errors
+from services.apiserver import dryrun, errors
 
 KIND = "Eviction"
 API_VERSIONS = ("policy/v1", "policy/v1beta1")
@@ -45,9 +45,10 @@ def admitted(data: Any, name: str, pod: Pod) -> bool:
         raise errors.bad_request("deleteOptions must be a DeleteOptions object")
     check_preconditions(options, pod)
     dry_run = options.get("dryRun") or []
-    if dry_run not in ([], ["All"]):
-        raise errors.bad_request(f"Invalid dry run value: {dry_run!r}: supported values are 'All'")
-    return dry_run == ["All"]
+    refusal = dryrun.invalid(dry_run if isinstance(dry_run, list) else [repr(dry_run)])
+    if refusal is not None:
+        raise refusal
+    return bool(dry_run)
 
 
 def check_preconditions(options: dict[str, Any], pod: Pod) -> None:
@@ -56,7 +57,6 @@ def check_preconditions(options: dict[str, Any], pod: Pod) -> None:
     preconditions = options.get("preconditions") or {}
     if not isinstance(preconditions, dict):
         raise errors.bad_request("preconditions must be an object")
-    name = pod.metadata.name or ""
     meta = pod.metadata
     for key, field, held in (("uid", "UID", meta.uid), ("resourceVersion", "ResourceVersion",
                                                         meta.resource_version)):  # fmt: skip
@@ -64,7 +64,7 @@ def check_preconditions(options: dict[str, Any], pod: Pod) -> None:
         if wanted is not None and wanted != held:
             raise errors.conflict(
                 "Pod",
-                name,
+                meta.name or "",
                 f"Precondition failed: {field} in precondition: {wanted}, "
                 f"{field} in object meta: {held}",
             )

@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.envelope import EventPayload
-from schemas.k8s import Event, Node, NodeCondition, ObjectReference, Pod, Taint
+from schemas.k8s import Event, Node, NodeCondition, Pod, Taint
 from schemas.kubeevents import event_about, occurrence_name, reference
 from schemas.taints import toleration_seconds
 from services.apiserver.auth.identity import controller, set_current_user
@@ -105,7 +105,7 @@ def _taints(taints: list[Taint], unreachable: bool, now: datetime) -> list[Taint
 def _status_event(node: Node, status: str, now: datetime) -> Event:
     name = node.metadata.name or ""
     return event_about(
-        ObjectReference(kind="Node", name=name, uid=node.metadata.uid or name, api_version="v1"),
+        reference("Node", node.metadata),
         name=occurrence_name(name, now),
         namespace=EVENT_NAMESPACE,
         reason=status,

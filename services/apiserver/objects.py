@@ -155,7 +155,7 @@ class ObjectHandlers:
         kind = self._kind(request)
         namespace = request.path_params.get("namespace")
         await not_older_than(request, self.model, kind.collection)
-        items = sorted(self.model.objects(kind.collection).items())
+        items = self.model.objects(kind.collection).items()  # ordered by the Listing
         objects = [
             o if isinstance(o, dict) else o.to_k8s()
             for k, o in items

@@ -65,7 +65,7 @@ def page(listing: Listing, match: Callable[[Obj], bool], limit: int | None, afte
         if match(obj):
             items.append(obj)
     more = i < len(keys)
-    return Page(items, keys[i - 1] if more and i > 0 else None, len(keys) - i if more else 0)
+    return Page(items, keys[i - 1] if more else None, len(keys) - i if more else 0)
 
 
 def continue_token(resource_version: str, last: str) -> str:

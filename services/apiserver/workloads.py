@@ -110,7 +110,7 @@ class CloneSetHandlers:
 
     async def list(self, request: Request) -> Response:
         namespace = request.path_params.get("namespace")
-        items = sorted(self.model.objects(COLLECTION).items())
+        items = self.model.objects(COLLECTION).items()  # ordered by the Listing
         objects = [o.to_k8s() for k, o in items if namespace is None or k[0] == namespace]
         return list_or_watch(
             request,
