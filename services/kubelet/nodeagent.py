@@ -936,7 +936,11 @@ class NodeAgent:
             # Pod-level resources as the pod's cgroup has them (the sandbox's resources).
             sandbox = await self.runtime.pod_sandbox_status(runtime.sandbox_id)
             actual[POD_LEVEL] = requirements_from_linux(sandbox.resources, allocated[POD_LEVEL])
-        if same_resources(actual, actual_of(pod)):
+        reported = actual_of(pod)
+        # Equal values are not enough: a container whose status reports no `resources` yet
+        # gets them, `{}` for one without any (a BestEffort pod), as the kubelet always sets
+        # them; kube-apiserver reads their absence as a node without resize support.
+        if same_resources(actual, reported) and None not in reported.values():
             return
         sidecars = {c.name for c in pod.spec.init_containers or []}
         event = ev.Actuated(

@@ -242,6 +242,38 @@ async def test_resize_events_as_the_kubelet_emits_them(
         assert deferred["metadata"]["generation"] == deferred["status"]["observedGeneration"] == 2
 
 
+async def test_best_effort_pod_reports_empty_resources(
+    apiserver: RoleProcess, kubelet: RoleProcess
+) -> None:
+    """A running container without requests or limits reports `resources: {}` (the kubelet
+    always sets them), so a resize that would make the pod Burstable is refused for its QoS
+    class alone, as kube-apiserver refuses it, not also as a node without resize support."""
+    base = f"{apiserver.url}/api/v1/namespaces/default/pods"
+    best_effort = pod("be-0")
+    del best_effort["spec"]["containers"][0]["resources"]
+    async with httpx.AsyncClient(timeout=10) as http:
+        assert (await http.post(base, json=best_effort)).status_code == 201
+
+        async def statuses() -> list[dict[str, Any]]:
+            got = (await http.get(f"{base}/be-0")).json()
+            return list(got["status"].get("containerStatuses") or [])
+
+        reported = await until(
+            statuses, lambda s: bool(s) and "resources" in s[0], "resources reported"
+        )
+        assert reported[0]["resources"] == {}
+        resize = {
+            "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "100m"}}}]}
+        }
+        refused = await http.patch(f"{base}/be-0/resize", json=resize, headers=SMP)
+        assert refused.status_code == 422, refused.text
+        causes = refused.json()["details"]["causes"]
+        # The value kube-apiserver names is the new pod's status.qosClass: still the old one.
+        assert [c["message"] for c in causes] == [
+            'Invalid value: "BestEffort": Pod QOS Class may not change as a result of resizing'
+        ]
+
+
 async def test_kubectl_logs_of_a_started_container(
     apiserver: RoleProcess, kubelet: RoleProcess
 ) -> None:
