@@ -24,6 +24,7 @@ from schemas.k8s import (
     ResourceQuota,
     ResourceRequirements,
 )
+from schemas.policy import PodDisruptionBudget, PodDisruptionBudgetStatus
 from schemas.workload import CloneSet, CloneSetStatus
 
 PODS = "pods"
@@ -448,6 +449,32 @@ class LimitRangeUpdated(PolicyEvent):
 class LimitRangeDeleted(PolicyEvent):
     TYPE: ClassVar[str] = "LimitRangeDeleted"
     name: str = Field(min_length=1)
+
+
+class PodDisruptionBudgetCreated(PolicyEvent):
+    TYPE: ClassVar[str] = "PodDisruptionBudgetCreated"
+    budget: PodDisruptionBudget
+
+
+class PodDisruptionBudgetUpdated(PolicyEvent):
+    """A new spec (or labels, annotations); the status stays the controller's."""
+
+    TYPE: ClassVar[str] = "PodDisruptionBudgetUpdated"
+    budget: PodDisruptionBudget
+
+
+class PodDisruptionBudgetDeleted(PolicyEvent):
+    TYPE: ClassVar[str] = "PodDisruptionBudgetDeleted"
+    name: str = Field(min_length=1)
+
+
+class PodDisruptionBudgetStatusChanged(PolicyEvent):
+    """The disruption controller's count of healthy pods, or an eviction taking one of the
+    disruptions it allowed (the pod then listed in disruptedPods until it is gone)."""
+
+    TYPE: ClassVar[str] = "PodDisruptionBudgetStatusChanged"
+    name: str = Field(min_length=1)
+    status: PodDisruptionBudgetStatus
 
 
 # --- k8s-events -------------------------------------------------------------------------------

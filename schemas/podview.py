@@ -23,6 +23,7 @@ from schemas.k8s import (
     ConditionStatus,
     ContainerResizePolicy,
     ContainerRestartPolicy,
+    OwnerReference,
     Pod,
     PodPhase,
     PodResizeStatus,
@@ -34,6 +35,8 @@ from schemas.k8s import (
 __all__ = [
     "ContainerView",
     "ObjectMetaView",
+    "PodHealth",
+    "PodHealthLike",
     "PodLike",
     "PodProgress",
     "PodResources",
@@ -140,8 +143,30 @@ class PodProgress(_View):
     status: _ProgressStatusView = Field(default_factory=_ProgressStatusView)
 
 
+class _HealthMetaView(_View):
+    name: str | None = None
+    labels: dict[str, str] | None = None
+    deletion_timestamp: Time | None = None
+    owner_references: list[OwnerReference] | None = None
+
+
+class _HealthStatusView(_View):
+    phase: PodPhase | None = None
+    conditions: list[PodConditionView] | None = None
+
+
+class PodHealth(_View):
+    """What the disruption controller reads of each pod a budget may select: its labels,
+    controller, deletion, phase and Ready condition (services/apiserver/disruption.py)."""
+
+    metadata: _HealthMetaView = Field(default_factory=_HealthMetaView)
+    status: _HealthStatusView = Field(default_factory=_HealthStatusView)
+
+
 # What the resource rules read: a whole pod, or its resource fields.
 PodLike = Pod | PodResources
+# What the disruption rules read: a whole pod, or its health fields.
+PodHealthLike = Pod | PodHealth
 
 
 def controller_kind(pod: Pod) -> str:

@@ -30,6 +30,7 @@ from schemas.k8s import (
     Taint,
 )
 from schemas.k8sproto.k8s.io.apimachinery.pkg.runtime import generated_pb2 as runtime_pb2
+from schemas.policy import PodDisruptionBudget, PodDisruptionBudgetStatus
 from schemas.quantity import Quantity
 
 
@@ -408,6 +409,16 @@ def every_type_stream(pods: int = 60, nodes: int = 4, seed: int = 11) -> list[En
     emit(ev.LimitRangeUpdated(namespace=ns, limit_range=wider), "apiserver")
     emit(ev.ResourceQuotaDeleted(namespace=ns, name="besteffort"), "apiserver")
     emit(ev.LimitRangeDeleted(namespace=other, name="limits"), "apiserver")
+    # A disruption budget: created, given a new spec and a status, deleted.
+    budget = PodDisruptionBudget.model_validate(
+        {"metadata": {"name": "web"}, "spec": {"minAvailable": 1, "selector": {}}}
+    )
+    emit(ev.PodDisruptionBudgetCreated(namespace=ns, budget=budget), "apiserver")
+    budget.spec.min_available = 2
+    emit(ev.PodDisruptionBudgetUpdated(namespace=ns, budget=budget), "apiserver")
+    counted = PodDisruptionBudgetStatus(current_healthy=3, desired_healthy=2, expected_pods=3)
+    emit(ev.PodDisruptionBudgetStatusChanged(namespace=ns, name="web", status=counted), "apiserver")
+    emit(ev.PodDisruptionBudgetDeleted(namespace=ns, name="web"), "apiserver")
     emit(ev.NamespaceTerminating(namespace="team-c"), "apiserver")
     emit(ev.NamespaceDeleted(namespace="team-c"), "apiserver")
     return out

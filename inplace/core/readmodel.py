@@ -63,6 +63,7 @@ COLLECTION_TOPICS = {
     "namespaces": ev.POLICY,
     "resourcequotas": ev.POLICY,
     "limitranges": ev.POLICY,
+    "poddisruptionbudgets": ev.POLICY,
     "events": ev.K8S_EVENTS,
     "clonesets": ev.WORKLOADS,
 }

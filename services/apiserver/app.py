@@ -13,8 +13,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from services.apiserver import discovery, errors
+from services.apiserver.discovery import POLICY_RESOURCES
 from services.apiserver.dryrun import DryRun
-from services.apiserver.http import WarningHeaders
+from services.apiserver.http import WarningHeaders, group_routes
 from services.apiserver.objects import KINDS, ObjectHandlers
 from services.apiserver.openapi import OpenAPIDocuments
 from services.apiserver.pods import PodHandlers
@@ -25,6 +26,8 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 CLUSTER_SCOPED = ("nodes", "namespaces")
 NAMESPACED = ("resourcequotas", "limitranges", "events")
+# Served under their group's path (/apis/<group>/<version>), by the same handlers.
+GROUPED = {"poddisruptionbudgets": "/apis/policy/v1"}
 
 
 def _only(resources: tuple[str, ...], handler: Handler) -> Handler:
@@ -134,6 +137,8 @@ def build_app(
             methods=["DELETE"],
         ),
     ]
+    routes += grouped_routes(objects)
+    routes += group_routes(discovery.POLICY_GROUP, discovery.POLICY_VERSION, POLICY_RESOURCES)
     if clonesets is not None:
         routes += workload_routes(clonesets)
     routes += extra_routes or []
@@ -162,12 +167,37 @@ def _document(request: Request, body: bytes, digest: str) -> Response:
     return Response(body, media_type="application/json", headers=headers)
 
 
-def _status_of(resource: str, objects: ObjectHandlers) -> Handler:
-    async def handler(request: Request) -> Response:
-        request.path_params["resource"] = resource
-        return await objects.get(request)
+def grouped_routes(objects: ObjectHandlers) -> list[Route]:
+    """Each grouped kind's list (all namespaces or one), object and status routes."""
+    routes = []
+    for resource, prefix in GROUPED.items():
+        every = f"{prefix}/{resource}"
+        some = f"{prefix}/namespaces/{{namespace}}/{resource}"
+        one = some + "/{name}"
+        routes += [
+            Route(every, _of(resource, objects.list), methods=["GET"]),
+            Route(some, _of(resource, objects.list), methods=["GET"]),
+            Route(some, _of(resource, objects.create), methods=["POST"]),
+            Route(one, _of(resource, objects.get), methods=["GET"]),
+            Route(one, _of(resource, objects.update), methods=["PUT", "PATCH"]),
+            Route(one, _of(resource, objects.delete), methods=["DELETE"]),
+            Route(one + "/status", _of(resource, objects.get), methods=["GET"]),
+        ]
+    return routes
 
-    return handler
+
+def _of(resource: str, handler: Handler) -> Handler:
+    """`handler` for `resource`, on a path that names it literally."""
+
+    async def handle(request: Request) -> Response:
+        request.path_params["resource"] = resource
+        return await handler(request)
+
+    return handle
+
+
+def _status_of(resource: str, objects: ObjectHandlers) -> Handler:
+    return _of(resource, objects.get)
 
 
 def _respond(error: errors.ApiError) -> Response:
@@ -194,4 +224,4 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     return _respond(errors.internal("an unexpected error; see the apiserver log"))
 
 
-assert set(KINDS) == set(CLUSTER_SCOPED + NAMESPACED)
+assert set(KINDS) == {*CLUSTER_SCOPED, *NAMESPACED, *GROUPED}

@@ -38,6 +38,10 @@ class ApiserverConfig(BaseSettings):
     node_monitor_period_s: float = Field(
         default=5.0, ge=0, description="how often nodes' heartbeats are checked; 0: never"
     )
+    # kube-controller-manager's disruption controller (disruptionsync.py): budgets' status.
+    disruption_sync_s: float = Field(
+        default=1.0, ge=0, description="how often PodDisruptionBudgets are counted; 0: never"
+    )
     namespace_sweep_s: float = Field(
         default=30.0, gt=0, description="how often a namespace left Terminating is looked for"
     )

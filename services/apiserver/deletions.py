@@ -26,6 +26,8 @@ def deletion(collection: str, key: Any, held: Any) -> EventPayload:
         return ev.ResourceQuotaDeleted(namespace=namespace, name=name)
     if collection == "limitranges":
         return ev.LimitRangeDeleted(namespace=namespace, name=name)
+    if collection == "poddisruptionbudgets":
+        return ev.PodDisruptionBudgetDeleted(namespace=namespace, name=name)
     if collection == "events":
         event = held if isinstance(held, Event) else Event.model_validate(held)
         return ev.KubeEventDeleted(event=event)

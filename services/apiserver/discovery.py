@@ -138,6 +138,7 @@ def apis() -> dict[str, Any]:
         *(api_group(g, "v1") for g in REVIEW_GROUPS),
         api_group(METRICS_GROUP, METRICS_VERSION),
         api_group("coordination.k8s.io", "v1"),
+        api_group(POLICY_GROUP, POLICY_VERSION),
     ]
     entries = [{k: v for k, v in g.items() if k not in ("kind", "apiVersion")} for g in groups]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": entries}
@@ -240,6 +241,28 @@ WORKLOAD_RESOURCES: list[dict[str, Any]] = [
 ]
 
 
+# --- policy/v1: disruption budgets (pods/eviction is listed under v1, as kube-apiserver does) --
+
+POLICY_GROUP, POLICY_VERSION = "policy", "v1"
+POLICY_RESOURCES: list[dict[str, Any]] = [
+    {
+        "name": "poddisruptionbudgets",
+        "singularName": "poddisruptionbudget",
+        "namespaced": True,
+        "kind": "PodDisruptionBudget",
+        "verbs": _RW,
+        "shortNames": ["pdb"],
+    },
+    {
+        "name": "poddisruptionbudgets/status",
+        "singularName": "",
+        "namespaced": True,
+        "kind": "PodDisruptionBudget",
+        "verbs": ["get"],
+    },
+]
+
+
 def workload_group() -> dict[str, Any]:
     return api_group(WORKLOAD_GROUP, WORKLOAD_VERSION)
 
@@ -251,5 +274,10 @@ def workload_resources() -> dict[str, Any]:
 # Every resource and subresource served ("pods", "pods/resize", …), e.g. for metric labels.
 SERVED = frozenset(
     r["name"]
-    for r in [*RESOURCES, *WORKLOAD_RESOURCES, *(r for rs in REVIEW_GROUPS.values() for r in rs)]
+    for r in [
+        *RESOURCES,
+        *WORKLOAD_RESOURCES,
+        *POLICY_RESOURCES,
+        *(r for rs in REVIEW_GROUPS.values() for r in rs),
+    ]
 )

@@ -51,32 +51,52 @@ def resource_name(kind: str) -> str:
         "Event": "events",
         "ResourceQuota": "resourcequotas",
         "LimitRange": "limitranges",
+        "PodDisruptionBudget": "poddisruptionbudgets",
         "NodeMetrics": "nodemetrics.metrics.k8s.io",
         "PodMetrics": "podmetrics.metrics.k8s.io",
     }
     return plurals.get(kind, kind.lower() + "s")
 
 
+# Kinds outside the core group: their messages name the resource as `plural.group`, and
+# the Status details carry the group (kube-apiserver's qualified resource).
+GROUPS = {"PodDisruptionBudget": "policy"}
+
+
+def _qualified(kind: str) -> tuple[str, str, str | None]:
+    """(the resource as messages name it, as details name it, its group)."""
+    plural, group = resource_name(kind), GROUPS.get(kind)
+    return (f"{plural}.{group}" if group else plural), plural, group
+
+
 def not_found(kind: str, name: str) -> ApiError:
-    plural = resource_name(kind)
-    return _status(404, "NotFound", f'{plural} "{name}" not found', kind=plural, name=name)
+    said, plural, group = _qualified(kind)
+    return _status(
+        404, "NotFound", f'{said} "{name}" not found', kind=plural, name=name, group=group
+    )
 
 
 def already_exists(kind: str, name: str) -> ApiError:
-    plural = resource_name(kind)
+    said, plural, group = _qualified(kind)
     return _status(
-        409, "AlreadyExists", f'{plural} "{name}" already exists', kind=plural, name=name
+        409,
+        "AlreadyExists",
+        f'{said} "{name}" already exists',
+        kind=plural,
+        name=name,
+        group=group,
     )
 
 
 def conflict(kind: str, name: str, why: str) -> ApiError:
-    plural = resource_name(kind)
+    said, plural, group = _qualified(kind)
     return _status(
         409,
         "Conflict",
-        f'Operation cannot be fulfilled on {plural} "{name}": {why}',
+        f'Operation cannot be fulfilled on {said} "{name}": {why}',
         kind=plural,
         name=name,
+        group=group,
     )
 
 
@@ -151,6 +171,25 @@ def unauthorized() -> ApiError:
 
 def too_many_requests(message: str = "Too many requests, please try again later.") -> ApiError:
     return _status(429, "TooManyRequests", message, retry_after=1)
+
+
+def refused(
+    code: int,
+    reason: str,
+    message: str,
+    causes: list[tuple[str, str]],
+    retry_after: int | None = None,
+) -> ApiError:
+    """A refusal with (type, message) causes, e.g. an eviction a disruption budget stops."""
+    status = _status(
+        code,
+        reason,
+        message,
+        causes=[StatusCause(reason=kind, message=text) for kind, text in causes] or None,
+        retry_after=retry_after or None,
+    ).status
+    status.reason = reason or None  # kube omits an empty reason
+    return ApiError(status)
 
 
 def request_timeout(message: str) -> ApiError:

@@ -1,11 +1,12 @@
 """The Eviction subresource (`POST …/pods/{name}/eviction`, policy/v1): what `kubectl drain`
 and an autoscaler's updater (a VPA evicting a pod it cannot resize in place) send to take a
-pod off its node. No PodDisruptionBudgets are served, so every eviction is allowed, as
-kube-apiserver allows one no budget covers; the pod is deleted as a DELETE deletes it (at
-once: there is no graceful termination here, so no DisruptionTarget condition either).
+pod off its node. The pod's PodDisruptionBudget decides (disruption.py: a 429 when it allows
+no more disruptions, and `kubectl drain` retries); an eviction it allows is counted in the
+budget's status, and the pod deleted as a DELETE deletes it (at once: there is no graceful
+termination here, so no DisruptionTarget condition either).
 
 `admitted` checks the request against the pod, as kube-apiserver's eviction REST and its
-store's Delete do; the handler (pods.py) writes the deletion.
+store's Delete do; the handler (pods.py) asks the budget and writes the deletion.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from schemas.k8s import Pod
 from services.apiserver import dryrun, errors
+from services.apiserver.disruption import EvictionVerdict
 
 KIND = "Eviction"
 API_VERSIONS = ("policy/v1", "policy/v1beta1")
@@ -68,3 +70,20 @@ def check_preconditions(options: dict[str, Any], pod: Pod) -> None:
                 f"Precondition failed: {field} in precondition: {wanted}, "
                 f"{field} in object meta: {held}",
             )
+
+
+def refusal(verdict: EvictionVerdict) -> errors.ApiError:
+    """The Status kube-apiserver answers an eviction a budget does not allow."""
+    return errors.refused(
+        verdict.code,
+        verdict.reason,
+        verdict.message,
+        verdict.causes,
+        verdict.retry_after_seconds,
+    )
+
+
+def budget_lock(namespace: str) -> tuple[str, str]:
+    """The writer lock evictions and the disruption controller share per namespace: a budget's
+    status is decided and written under it, so two evictions never spend one disruption."""
+    return ("poddisruptionbudgets", namespace)

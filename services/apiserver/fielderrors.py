@@ -259,19 +259,25 @@ def aggregate(errors: Iterable[FieldError]) -> str:
     return "[" + ", ".join(texts) + "]"
 
 
-def invalid_status(kind: str, name: str, errors: Sequence[FieldError]) -> Status:
+def invalid_status(
+    kind: str, name: str, errors: Sequence[FieldError], *, group: str = ""
+) -> Status:
     """The body of kube-apiserver's `NewInvalid`: 422, reason Invalid, one cause per error
-    (`reason` is the error type, `message` its body, `field` its path)."""
+    (`reason` is the error type, `message` its body, `field` its path); a kind of a named
+    group is called `Kind.group` in the message, as its qualified kind prints."""
     causes = [
         StatusCause(reason=err.type, message=err.error_body(), field=err.field) for err in errors
     ]
-    message = f"{kind} {go_quote(name)} is invalid"
+    qualified = f"{kind}.{group}" if group else kind
+    message = f"{qualified} {go_quote(name)} is invalid"
     if errors:
         message = f"{message}: {aggregate(errors)}"
     return Status(
         status="Failure",
         message=message,
         reason="Invalid",
-        details=StatusDetails(name=name or None, kind=kind or None, causes=causes or None),
+        details=StatusDetails(
+            name=name or None, group=group or None, kind=kind or None, causes=causes or None
+        ),
         code=422,
     )

@@ -138,12 +138,15 @@ def decode_checked(
     kind: str,
     name: str = "",
     default: Callable[[dict[str, Any]], None] | None = None,
+    api_version: str = "v1",
 ) -> M:
-    """Decode a core/v1 object after checking it against Kubernetes' schema for `kind`:
-    every Kubernetes field is kept, unknown ones handled as the request's `fieldValidation`
-    says (Warn, the default, drops them with a `Warning` header; Strict refuses them).
-    `default` fills in kube-apiserver's defaults of the untyped fields on the checked JSON."""
-    definition = gvk_definition("", "v1", kind)
+    """Decode an object (core/v1 unless `api_version` says otherwise) after checking it
+    against Kubernetes' schema for `kind`: every Kubernetes field is kept, unknown ones
+    handled as the request's `fieldValidation` says (Warn, the default, drops them with a
+    `Warning` header; Strict refuses them). `default` fills in kube-apiserver's defaults of
+    the untyped fields on the checked JSON."""
+    group, _, version = api_version.rpartition("/")
+    definition = gvk_definition(group, version, kind)
     if definition is not None:
         how = fieldvalidation.directive(request.query_params.get("fieldValidation"))
         checked = fieldvalidation.check(definition, kind, name, data, how)
@@ -262,17 +265,18 @@ def applied_new_object(config: dict[str, Any], merged: dict[str, Any]) -> dict[s
     return {**config, **merged, "metadata": metadata}
 
 
-def check_kind(data: Any, kind: str) -> None:
+def check_kind(data: Any, kind: str, api_version: str = "v1") -> None:
     if isinstance(data, dict):
+        version = api_version.rpartition("/")[2]
         if data.get("kind") not in (None, kind):
             raise errors.bad_request(
-                f'{kind} in version "v1" cannot be handled as a {kind}: '
+                f'{kind} in version "{version}" cannot be handled as a {kind}: '
                 f"kind {data.get('kind')!r} does not match"
             )
-        if data.get("apiVersion") not in (None, "v1"):
+        if data.get("apiVersion") not in (None, api_version):
             raise errors.bad_request(
                 f"the API version in the data ({data.get('apiVersion')}) does not match the "
-                "expected API version (v1)"
+                f"expected API version ({api_version})"
             )
 
 

@@ -134,7 +134,7 @@ async def _empty(model: ReadModel, writer: Writer, namespace: str) -> None:
 
 # Deleted in this order: CloneSets before their pods; Events last (deleting pods may record
 # some).
-ORDER = ("clonesets", "pods", "resourcequotas", "limitranges", "events")
+ORDER = ("clonesets", "pods", "resourcequotas", "limitranges", "poddisruptionbudgets", "events")
 CHUNK = 500
 
 

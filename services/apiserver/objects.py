@@ -1,5 +1,5 @@
-"""Nodes, namespaces, resourcequotas, limitranges and events: one generic handler, a table
-of what each kind is (model, list kind, which event each write becomes)."""
+"""Nodes, namespaces, resourcequotas, limitranges, events and poddisruptionbudgets: one generic
+handler, a table of what each kind is (model, list kind, which event each write becomes)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ from schemas import events as ev
 from schemas.envelope import EventPayload
 from schemas.k8s import Event, LimitRange, Node, ObjectMeta, ResourceQuota
 from schemas.kubeschema import gvk_definition
+from schemas.policy import GROUP as POLICY_GROUP
+from schemas.policy import VERSION as POLICY_VERSION
+from schemas.policy import PodDisruptionBudget
 from services.apiserver import dryrun, errors
 from services.apiserver.auth.identity import current_user
 from services.apiserver.auth.nodeauthorizer import node_create_refusal, node_update_refusal
@@ -39,6 +42,7 @@ from services.apiserver.http import (
     server_side_apply_request,
 )
 from services.apiserver.namespaces import admit_content, refuse_deletion, terminate
+from services.apiserver.pdbvalidation import validate_pdb
 from services.apiserver.writer import Writer
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -63,6 +67,14 @@ class Kind:
     deletable: bool = False  # by the event deletions.deletion names
     # Fields an update keeps from the stored object besides identity and status.
     kept: tuple[str, ...] = ()
+    api_version: str = "v1"  # group/version, or "v1" for the core group
+    # kube-apiserver's validation of a created or updated object (beyond its schema).
+    validate: Callable[[Any], list[FieldError]] | None = None
+
+    @property
+    def group_version(self) -> tuple[str, str]:
+        group, _, version = self.api_version.rpartition("/")
+        return group, version
 
 
 KINDS: dict[str, Kind] = {
@@ -129,6 +141,18 @@ KINDS: dict[str, Kind] = {
         deletable=True,
         kept=("involved_object",),  # it orders the Event's partition
     ),
+    "poddisruptionbudgets": Kind(
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        "PodDisruptionBudgetList",
+        PodDisruptionBudget,
+        True,
+        created=lambda ns, o: ev.PodDisruptionBudgetCreated(namespace=ns, budget=o),
+        updated=lambda ns, o: ev.PodDisruptionBudgetUpdated(namespace=ns, budget=o),
+        deletable=True,
+        api_version=f"{POLICY_GROUP}/{POLICY_VERSION}",
+        validate=validate_pdb,
+    ),
 }
 
 
@@ -167,6 +191,7 @@ class ObjectHandlers:
             objects,
             kind.list_kind,
             namespace if kind.namespaced else None,
+            api_version=kind.api_version,
         )
 
     async def get(self, request: Request) -> Response:
@@ -183,8 +208,8 @@ class ObjectHandlers:
     async def _create(
         self, request: Request, kind: Kind, namespace: str | None, data: Any
     ) -> Response:
-        check_kind(data, kind.kind)
-        obj = decode_checked(request, kind.model, data, kind.kind)
+        check_kind(data, kind.kind, kind.api_version)
+        obj = decode_checked(request, kind.model, data, kind.kind, api_version=kind.api_version)
         meta: ObjectMeta = obj.metadata  # type: ignore[attr-defined]
         if kind.namespaced:
             if meta.namespace not in (None, namespace):
@@ -197,6 +222,7 @@ class ObjectHandlers:
             meta.name = meta.generate_name + uuid.uuid4().hex[:5]
         name = meta.name or ""
         _validate_name(kind, name)
+        _validate(kind, name, obj)
         if kind.namespaced:
             admit_content(self.model, self.writer, namespace or "", kind.kind, name)
         refusal = node_create_refusal(current_user(), kind.collection, name)
@@ -222,28 +248,31 @@ class ObjectHandlers:
         namespace, name = request.path_params.get("namespace"), request.path_params["name"]
         body = await read_body(request)
         key = self._key(kind, namespace, name)
-        definition = gvk_definition("", "v1", kind.kind) or ""
+        definition = gvk_definition(*kind.group_version, kind.kind) or ""
+        version = kind.api_version
         if is_apply(request) and self.model.get(kind.collection, key) is None:
             # Server-side apply of a new object creates it, owned by its field manager.
             config = apply_config(body, kind.kind)
-            merged = server_side_apply_request(request, {}, config, definition=definition).merged
+            merged = server_side_apply_request(
+                request, {}, config, definition=definition, api_version=version
+            ).merged
             return await self._create(request, kind, namespace, applied_new_object(config, merged))
         async with self.writer.lock((kind.collection, key)):
             current = self._get(kind, namespace, name)
             if is_apply(request):
                 config = apply_config(body, kind.kind)
                 data: Any = server_side_apply_request(
-                    request, current, config, definition=definition
+                    request, current, config, definition=definition, api_version=version
                 ).merged
             else:
                 data = requested(request, body, current, kind.kind)
-            check_kind(data, kind.kind)
+            check_kind(data, kind.kind, version)
             # The status is not the main resource's to write (reset below, as kube-apiserver's
             # update strategies do): not checked either, so a stored field newer than the
             # published schema (KEP-3953's initialCapacity) does not fail a strict update.
             if isinstance(data, dict):
                 data = {k: v for k, v in data.items() if k != "status"}
-            obj = decode_checked(request, kind.model, data, kind.kind, name)
+            obj = decode_checked(request, kind.model, data, kind.kind, name, api_version=version)
             meta: ObjectMeta = obj.metadata  # type: ignore[attr-defined]
             if meta.name != name or meta.namespace not in (None, namespace):
                 raise errors.bad_request(
@@ -266,6 +295,7 @@ class ObjectHandlers:
                 raise errors.stale(kind.kind, name)
             old = kind.model.model_validate(current)
             _keep_system_fields(old, obj, kind.kept)
+            _validate(kind, name, obj)
             if isinstance(obj, Node):
                 refusal = node_update_refusal(current_user(), old, obj)
                 if refusal:
@@ -300,6 +330,14 @@ def _keep_system_fields(old: Any, new: Any, kept: tuple[str, ...]) -> None:
     for field in (*kept, "status"):
         if field in type(new).model_fields:
             setattr(new, field, getattr(old, field))
+
+
+def _validate(kind: Kind, name: str, obj: Any) -> None:
+    problems = kind.validate(obj) if kind.validate is not None else []
+    if problems:
+        raise errors.ApiError(
+            invalid_status(kind.kind, name, problems, group=kind.group_version[0])
+        )
 
 
 def _validate_name(kind: Kind, name: str) -> None:

@@ -37,6 +37,7 @@ V3_REF = "#/components/schemas/"
 V2_REF = "#/definitions/"
 CORE = "api/v1"
 WORKLOADS = f"apis/{discovery.WORKLOAD_GROUP}/{discovery.WORKLOAD_VERSION}"
+POLICY = f"apis/{discovery.POLICY_GROUP}/{discovery.POLICY_VERSION}"
 CLONESET_DEFINITION = "dev.inplace.apps.v1alpha1.CloneSet"
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 # Definitions every group-version document needs besides its kinds (errors, deletes, patches,
@@ -77,6 +78,7 @@ def served_resources() -> list[ServedResource]:
             discovery.WORKLOAD_VERSION,
             discovery.WORKLOAD_RESOURCES,
         ),
+        (POLICY, discovery.POLICY_GROUP, discovery.POLICY_VERSION, discovery.POLICY_RESOURCES),
     ):
         for entry in table:
             g, v = entry.get("group", group), entry.get("version", version)

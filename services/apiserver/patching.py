@@ -274,7 +274,14 @@ _OBJECTS: Final[dict[str, dict[str, str]]] = {
     "PodTemplateSpec": {"metadata": "ObjectMeta", "spec": "PodSpec"},
     **{
         kind: {"metadata": "ObjectMeta"}
-        for kind in ("Node", "Namespace", "ResourceQuota", "LimitRange", "Event")
+        for kind in (
+            "Node",
+            "Namespace",
+            "ResourceQuota",
+            "LimitRange",
+            "PodDisruptionBudget",
+            "Event",
+        )
     },
 }
 _LISTS: Final[dict[str, dict[str, _ListMeta]]] = {

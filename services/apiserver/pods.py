@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from starlette.requests import Request
@@ -17,6 +18,7 @@ from services.apiserver import dryrun, errors, eviction
 from services.apiserver.admission import AdmissionClient, AdmissionDenied
 from services.apiserver.defaulting import default_pod_json
 from services.apiserver.deletions import deletion
+from services.apiserver.disruption import evict_check
 from services.apiserver.fielderrors import invalid_status
 from services.apiserver.http import (
     applied_new_object,
@@ -163,12 +165,33 @@ class PodHandlers:
         return ok(final)
 
     async def evict(self, request: Request) -> Response:
-        """POST …/eviction (eviction.py): the pod deleted, as a DELETE deletes it."""
+        """POST …/eviction (eviction.py): when the pod's disruption budget allows it, the
+        disruption counted in the budget's status and the pod deleted, as a DELETE deletes it."""
         namespace, name = request.path_params["namespace"], request.path_params["name"]
         data = await read_object(request)
-        async with self.writer.lock(("pods", namespace, name)):
+        async with (
+            self.writer.lock(eviction.budget_lock(namespace)),
+            self.writer.lock(("pods", namespace, name)),
+        ):
             pod = self._pod(namespace, name)
-            if not eviction.admitted(data, name, pod):
+            dry_run = eviction.admitted(data, name, pod)
+            budgets = [
+                budget
+                for (ns, _), budget in self.model.objects("poddisruptionbudgets").items()
+                if ns == namespace
+            ]
+            verdict = evict_check(pod, budgets, datetime.now(UTC))
+            if not verdict.allowed:
+                raise eviction.refusal(verdict)
+            if not dry_run:
+                if verdict.budget is not None:
+                    await self.writer.commit(
+                        ev.PodDisruptionBudgetStatusChanged(
+                            namespace=namespace,
+                            name=verdict.budget.metadata.name or "",
+                            status=verdict.budget.status,
+                        )
+                    )
                 await self.writer.commit(
                     deletion("pods", (namespace, name), pod), self._correlation(request)
                 )

@@ -37,6 +37,7 @@ MESSAGES: dict[tuple[str, str], type[Message]] = {
     ("v1", "Event"): core_v1.Event,
     ("v1", "Binding"): core_v1.Binding,
     ("policy/v1", "Eviction"): policy_v1.Eviction,
+    ("policy/v1", "PodDisruptionBudget"): policy_v1.PodDisruptionBudget,
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): (
         authorization_v1.SelfSubjectAccessReview
     ),

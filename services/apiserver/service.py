@@ -21,7 +21,7 @@ from inplace.core.security.tls import existing_credentials
 from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
 from schemas import events as ev
-from services.apiserver import eventttl, namespaces, nodelifecycle
+from services.apiserver import disruptionsync, eventttl, namespaces, nodelifecycle
 from services.apiserver.admission import AdmissionClient
 from services.apiserver.app import build_app
 from services.apiserver.auth.audit import AuditLog
@@ -137,6 +137,13 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
             )
 
         tasks["node-lifecycle"] = monitor_nodes
+    if config.disruption_sync_s > 0:
+
+        async def sync_budgets() -> None:
+            await ready.wait()
+            await disruptionsync.sync_forever(model, writer, config.disruption_sync_s)
+
+        tasks["disruption"] = sync_budgets
     try:
         await server.run(tasks)
     finally:

@@ -3,9 +3,9 @@
 kubectl asks for `Accept: application/json;as=Table;v=v1;g=meta.k8s.io` on get, list and
 watch; the rows carry the columns of kube-apiserver's printers
 (pkg/printers/internalversion/printers.go) for pods, nodes, namespaces, events,
-resourcequotas and limitranges, and printer columns of our choosing for CloneSets
-(OpenKruise's). Columns of priority 1 are the `-o wide` ones. Pure functions over Kubernetes
-JSON objects; `now` is passed in so ages are testable.
+resourcequotas, limitranges and poddisruptionbudgets, and printer columns of our choosing for
+CloneSets (OpenKruise's). Columns of priority 1 are the `-o wide` ones. Pure functions over
+Kubernetes JSON objects; `now` is passed in so ages are testable.
 """
 
 from __future__ import annotations
@@ -382,7 +382,7 @@ def _print_node(node: Obj, now: datetime) -> Cells:
     ]
 
 
-# --- namespaces, events, quotas, limit ranges, clonesets ----------------------------------------
+# --- namespaces, events, quotas, limit ranges, clonesets, disruption budgets --------------------
 
 _NAMESPACE_COLUMNS: list[Column] = [
     _NAME,
@@ -515,6 +515,37 @@ def _print_cloneset(cs: Obj, now: datetime) -> Cells:
     ]
 
 
+_PDB_COLUMNS: list[Column] = [
+    _NAME,
+    ("Min Available", "string", 0, "The minimum number of pods that must be available."),
+    ("Max Unavailable", "string", 0, "The maximum number of pods that may be unavailable."),
+    (
+        "Allowed Disruptions",
+        "integer",
+        0,
+        "Calculated number of pods that may be disrupted at this time.",
+    ),
+    _AGE,
+]
+
+
+def _print_pdb(pdb: Obj, now: datetime) -> Cells:
+    """printPodDisruptionBudget: an unset minAvailable or maxUnavailable prints "N/A", a set
+    one as IntOrString.String() ("2", "50%")."""
+    meta, spec, status = _meta(pdb), _dict(pdb.get("spec")), _dict(pdb.get("status"))
+
+    def int_or_percent(value: Any) -> str:
+        return "N/A" if value is None else str(value)
+
+    return [
+        meta.get("name", ""),
+        int_or_percent(spec.get("minAvailable")),
+        int_or_percent(spec.get("maxUnavailable")),
+        int(status.get("disruptionsAllowed") or 0),
+        _since(meta.get("creationTimestamp"), now),
+    ]
+
+
 def _print_generic(obj: Obj, now: datetime) -> Cells:
     meta = _meta(obj)
     return [meta.get("name", ""), _since(meta.get("creationTimestamp"), now)]
@@ -528,4 +559,5 @@ _PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, datetime], Cells]]] = {
     "ResourceQuota": (_QUOTA_COLUMNS, _print_quota),
     "LimitRange": (_LIMIT_RANGE_COLUMNS, _print_limit_range),
     "CloneSet": (_CLONESET_COLUMNS, _print_cloneset),
+    "PodDisruptionBudget": (_PDB_COLUMNS, _print_pdb),
 }

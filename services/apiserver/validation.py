@@ -86,7 +86,11 @@ __all__ = [
     "MIRROR_POD_ANNOTATION",
     "UPDATABLE_POD_SPEC_FIELDS",
     "default_pod",
+    "is_label_value",
+    "is_qualified_name",
+    "regex_error",
     "resize_view",
+    "validate_labels",
     "validate_node_affinity_and_tolerations",
     "validate_pod_create",
     "validate_pod_resize",
@@ -144,7 +148,7 @@ _PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")
 # --- string formats (k8s.io/apimachinery/pkg/util/validation) -----------------------------------
 
 
-def _regex_error(message: str, fmt: str, *examples: str) -> str:
+def regex_error(message: str, fmt: str, *examples: str) -> str:
     """`RegexError`; Kubernetes' own double space before each ` or` is kept."""
     if not examples:
         return f"{message} (regex used for validation is '{fmt}')"
@@ -196,7 +200,7 @@ def _is_dns1123_label(value: str) -> list[str]:
         if _DNS1123_SUBDOMAIN_RE.fullmatch(value):
             errs.append("must not contain dots")
         else:
-            errs.append(_regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+            errs.append(regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
     return errs
 
 
@@ -205,11 +209,11 @@ def _is_dns1123_subdomain(value: str) -> list[str]:
     if _byte_len(value) > 253:
         errs.append(_max_len_error(253))
     if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-        errs.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
+        errs.append(regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
     return errs
 
 
-def _is_qualified_name(value: str) -> list[str]:
+def is_qualified_name(value: str) -> list[str]:
     errs: list[str] = []
     parts = value.split("/")
     if len(parts) == 1:
@@ -221,7 +225,7 @@ def _is_qualified_name(value: str) -> list[str]:
         else:
             errs.extend("prefix part " + msg for msg in _is_dns1123_subdomain(prefix))
     else:
-        example = _regex_error(
+        example = regex_error(
             _QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc"
         )
         return [
@@ -235,19 +239,17 @@ def _is_qualified_name(value: str) -> list[str]:
     if not _QUALIFIED_NAME_RE.fullmatch(name):
         errs.append(
             "name part "
-            + _regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
+            + regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
         )
     return errs
 
 
-def _is_label_value(value: str) -> list[str]:
+def is_label_value(value: str) -> list[str]:
     errs = []
     if _byte_len(value) > 63:
         errs.append(_max_len_error(63))
     if not _LABEL_VALUE_RE.fullmatch(value):
-        errs.append(
-            _regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
-        )
+        errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
     return errs
 
 
@@ -303,7 +305,7 @@ def _is_native(name: str) -> bool:
 def _is_extended(name: str) -> bool:
     if _is_native(name) or name.startswith("requests."):
         return False
-    return not _is_qualified_name("requests." + name)
+    return not is_qualified_name("requests." + name)
 
 
 def _overcommit_allowed(name: str) -> bool:
@@ -319,7 +321,7 @@ def _is_standard_resource(name: str) -> bool:
 
 
 def _validate_resource_name(name: str, path: str) -> list[FieldError]:
-    errs = [invalid(path, Verbatim(name), msg) for msg in _is_qualified_name(name)]
+    errs = [invalid(path, Verbatim(name), msg) for msg in is_qualified_name(name)]
     if errs:
         return errs
     if "/" not in name and not _is_standard_resource(name):
@@ -595,19 +597,19 @@ def _as_decoded(new: Pod, old: Pod) -> Pod:
 # --- object metadata ----------------------------------------------------------------------------
 
 
-def _validate_labels(labels: Mapping[str, str] | None, path: str) -> list[FieldError]:
+def validate_labels(labels: Mapping[str, str] | None, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     items = labels or {}
     for name in sorted(items):
-        errs += [invalid(path, name, msg) for msg in _is_qualified_name(name)]
-        errs += [invalid(path, items[name], msg) for msg in _is_label_value(items[name])]
+        errs += [invalid(path, name, msg) for msg in is_qualified_name(name)]
+        errs += [invalid(path, items[name], msg) for msg in is_label_value(items[name])]
     return errs
 
 
 def _validate_annotations(annotations: Mapping[str, str] | None, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     for name in sorted(annotations or {}):
-        errs += [invalid(path, name, msg) for msg in _is_qualified_name(name.lower())]
+        errs += [invalid(path, name, msg) for msg in is_qualified_name(name.lower())]
     size = sum(_byte_len(k) + _byte_len(v) for k, v in (annotations or {}).items())
     if size > TOTAL_ANNOTATION_SIZE_LIMIT:
         errs.append(too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT))
@@ -644,7 +646,7 @@ def _validate_object_meta(meta: ObjectMeta) -> list[FieldError]:
                 child(path, "generation"), meta.generation, "must be greater than or equal to 0"
             )
         )
-    errs += _validate_labels(meta.labels, child(path, "labels"))
+    errs += validate_labels(meta.labels, child(path, "labels"))
     errs += _validate_annotations(meta.annotations, child(path, "annotations"))
     refs_path = child(path, "ownerReferences")
     controllers: list[str] = []
@@ -677,7 +679,7 @@ def _validate_object_meta(meta: ObjectMeta) -> list[FieldError]:
     finalizers_path = child(path, "finalizers")
     finalizers = meta.finalizers or []
     for finalizer in finalizers:
-        errs += [invalid(finalizers_path, finalizer, m) for m in _is_qualified_name(finalizer)]
+        errs += [invalid(finalizers_path, finalizer, m) for m in is_qualified_name(finalizer)]
     if "orphan" in finalizers and "foregroundDeletion" in finalizers:
         errs.append(
             invalid(
@@ -851,7 +853,7 @@ def _validate_pod_metadata_and_spec(pod: Pod) -> list[FieldError]:
         )
     spec = pod.spec
     errs += _validate_containers(pod)
-    errs += _validate_labels(spec.node_selector, "spec.nodeSelector")
+    errs += validate_labels(spec.node_selector, "spec.nodeSelector")
     if spec.node_name:
         errs += [
             invalid("spec.nodeName", spec.node_name, m)
@@ -953,7 +955,7 @@ def _validate_node_selector_requirement(
                 errs.append(invalid(index(values_path, 0), values[0], "must be a valid integer"))
     else:
         errs.append(not_supported(child(path, "operator"), req.operator, _NODE_SELECTOR_OPS))
-    errs += [invalid(child(path, "key"), req.key, msg) for msg in _is_qualified_name(req.key)]
+    errs += [invalid(child(path, "key"), req.key, msg) for msg in is_qualified_name(req.key)]
     return errs
 
 
@@ -1005,7 +1007,7 @@ def validate_node_affinity_and_tolerations(pod: Pod) -> list[FieldError]:
         path = index("spec.tolerations", i)
         if tol.key:
             errs += [
-                invalid(child(path, "key"), tol.key, msg) for msg in _is_qualified_name(tol.key)
+                invalid(child(path, "key"), tol.key, msg) for msg in is_qualified_name(tol.key)
             ]
         if not tol.key and tol.operator != "Exists":
             errs.append(
@@ -1027,7 +1029,7 @@ def validate_node_affinity_and_tolerations(pod: Pod) -> list[FieldError]:
         if tol.operator in (None, "", "Equal"):
             errs += [
                 invalid(child(path, "operator"), tol.value or "", msg)
-                for msg in _is_label_value(tol.value or "")
+                for msg in is_label_value(tol.value or "")
             ]
         elif tol.operator == "Exists":
             if tol.value:

@@ -42,4 +42,8 @@ SKIPS: dict[str, str] = {
     ev.NamespaceTerminating.TYPE: "namespace objects, which quota does not keep",
     ev.NamespaceDeleted.TYPE: "namespace objects, which quota does not keep",
     ev.NamespaceUpdated.TYPE: "namespace objects, which quota does not keep",
+    ev.PodDisruptionBudgetCreated.TYPE: "disruption budgets (evictions, not admission)",
+    ev.PodDisruptionBudgetUpdated.TYPE: "disruption budgets (evictions, not admission)",
+    ev.PodDisruptionBudgetDeleted.TYPE: "disruption budgets (evictions, not admission)",
+    ev.PodDisruptionBudgetStatusChanged.TYPE: "disruption budgets (evictions, not admission)",
 }

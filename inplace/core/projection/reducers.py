@@ -37,6 +37,7 @@ from schemas.k8s import (
     ResourceQuotaStatus,
 )
 from schemas.nodeswap import place_swap
+from schemas.policy import PodDisruptionBudget, PodDisruptionBudgetStatus
 
 # Partitions per topic are far below this, so the pair (offset, partition) packs into one
 # integer that is unique per topic and grows with the offset: it is the resourceVersion, and
@@ -61,7 +62,9 @@ def _take(model: M, adopt: bool) -> M:
     return model if adopt else model.model_copy(deep=True)
 
 
-def _stamp_rv(obj: Pod | Node | ResourceQuota | LimitRange | Event, rv: int) -> None:
+def _stamp_rv(
+    obj: Pod | Node | ResourceQuota | LimitRange | PodDisruptionBudget | Event, rv: int
+) -> None:
     obj.metadata.resource_version = str(rv)
 
 
@@ -405,8 +408,22 @@ def _condition_times(
 
 
 Collection = Literal[
-    "pods", "nodes", "namespaces", "resourcequotas", "limitranges", "events", "clonesets"
+    "pods",
+    "nodes",
+    "namespaces",
+    "resourcequotas",
+    "limitranges",
+    "poddisruptionbudgets",
+    "events",
+    "clonesets",
 ]
+
+# The namespaced policy kinds, by kind: their collection.
+POLICY_COLLECTIONS: dict[str, Collection] = {
+    "ResourceQuota": "resourcequotas",
+    "LimitRange": "limitranges",
+    "PodDisruptionBudget": "poddisruptionbudgets",
+}
 
 
 def locate(payload: ev.EventPayload) -> tuple[Collection, Any]:
@@ -426,7 +443,7 @@ def locate(payload: ev.EventPayload) -> tuple[Collection, Any]:
         kind, ns, name = policy_key(payload)
         if kind == "Namespace":
             return "namespaces", name
-        return ("resourcequotas" if kind == "ResourceQuota" else "limitranges"), (ns, name)
+        return POLICY_COLLECTIONS[kind], (ns, name)
     raise TypeError(f"no collection for {type(payload).__name__}")
 
 
@@ -478,6 +495,10 @@ def policy_key(payload: ev.PolicyEvent) -> tuple[str, str, str]:
         return ("LimitRange", payload.namespace, payload.limit_range.metadata.name or "")
     if isinstance(payload, ev.LimitRangeDeleted):
         return ("LimitRange", payload.namespace, payload.name)
+    if isinstance(payload, ev.PodDisruptionBudgetCreated | ev.PodDisruptionBudgetUpdated):
+        return ("PodDisruptionBudget", payload.namespace, payload.budget.metadata.name or "")
+    if isinstance(payload, ev.PodDisruptionBudgetDeleted | ev.PodDisruptionBudgetStatusChanged):
+        return ("PodDisruptionBudget", payload.namespace, payload.name)
     raise TypeError(f"not a policy event: {type(payload).__name__}")
 
 
@@ -523,6 +544,36 @@ def reduce_limit_range(
         _stamp_rv(new, resource_version(position))
         return new
     return None if isinstance(payload, ev.LimitRangeDeleted) else limit_range
+
+
+def reduce_pdb(
+    budget: PodDisruptionBudget | None, env: Envelope, position: Position, *, adopt: bool = False
+) -> PodDisruptionBudget | None:
+    """A budget's spec from its writes (generation 1, then one more per spec change, as
+    kube-apiserver counts), its status from the disruption controller and evictions."""
+    payload = env.payload
+    if isinstance(payload, ev.PodDisruptionBudgetCreated | ev.PodDisruptionBudgetUpdated):
+        new = _take(payload.budget, adopt)
+        new.metadata.namespace = payload.namespace
+        if budget is not None:
+            new.metadata.creation_timestamp = budget.metadata.creation_timestamp
+            new.metadata.uid = budget.metadata.uid or new.metadata.uid
+            generation = budget.metadata.generation or 1
+            new.metadata.generation = generation + (new.spec != budget.spec)
+            new.status = budget.status
+        else:
+            new.metadata.creation_timestamp = new.metadata.creation_timestamp or env.time
+            new.metadata.generation = 1
+            new.status = PodDisruptionBudgetStatus()
+    elif isinstance(payload, ev.PodDisruptionBudgetDeleted) or budget is None:
+        return None
+    elif isinstance(payload, ev.PodDisruptionBudgetStatusChanged):
+        new = budget
+        new.status = _take(payload.status, adopt)
+    else:
+        return budget
+    _stamp_rv(new, resource_version(position))
+    return new
 
 
 # --- k8s-events ---------------------------------------------------------------------------------

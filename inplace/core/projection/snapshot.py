@@ -45,10 +45,8 @@ class Snapshot:
     @property
     def objects(self) -> int:
         s = self.state
-        return sum(
-            len(c)
-            for c in (s.pods, s.nodes, s.namespaces, s.resourcequotas, s.limitranges, s.events)
-        )
+        collections = (s.pods, s.nodes, s.namespaces, s.resourcequotas, s.limitranges)
+        return sum(len(c) for c in (*collections, s.poddisruptionbudgets, s.events))
 
 
 async def _consistent_read(

@@ -18,6 +18,7 @@ from inplace.core.projection.workloads import reduce_clone_set
 from schemas import events as ev
 from schemas.envelope import EventPayload
 from schemas.k8s import Event, LimitRange, Node, Pod, ResourceQuota
+from schemas.policy import PodDisruptionBudget
 from schemas.workload import CloneSet
 
 NsName = tuple[str, str]
@@ -32,6 +33,7 @@ class ClusterState:
     namespaces: dict[str, dict[str, Any]] = field(default_factory=dict)
     resourcequotas: dict[NsName, ResourceQuota] = field(default_factory=dict)
     limitranges: dict[NsName, LimitRange] = field(default_factory=dict)
+    poddisruptionbudgets: dict[NsName, PodDisruptionBudget] = field(default_factory=dict)
     events: dict[NsName, Event] = field(default_factory=dict)
     # Kept in memory by read models only; the projector has no table for them yet.
     clonesets: dict[NsName, CloneSet] = field(default_factory=dict)
@@ -92,6 +94,7 @@ _REDUCERS: dict[str, Any] = {
     "nodes": reducers.reduce_node,
     "resourcequotas": reducers.reduce_quota,
     "limitranges": reducers.reduce_limit_range,
+    "poddisruptionbudgets": reducers.reduce_pdb,
     "events": reducers.reduce_event,
 }
 

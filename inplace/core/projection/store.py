@@ -28,6 +28,7 @@ from inplace.core.store.migrations import check_schema_name
 from schemas import events as ev
 from schemas.demand import demand_json
 from schemas.k8s import Event, LimitRange, Node, Pod, ResourceQuota
+from schemas.policy import PodDisruptionBudget
 from schemas.resources import is_sidecar
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ CHECKSUM_TABLES: dict[str, str] = {
     "namespaces": "name",
     "resourcequotas": "namespace, name",
     "limitranges": "namespace, name",
+    "poddisruptionbudgets": "namespace, name",
     "events": "namespace, name",
     "allocations": "namespace, name",
     "pod_history": 'topic, partition, "offset"',
@@ -138,6 +140,10 @@ class ProjectionStore:
         for r in await conn.fetch(f"SELECT namespace, name, object FROM {s}.limitranges"):
             key = (r["namespace"], r["name"])
             state.limitranges[key] = LimitRange.model_validate_json(r["object"])
+        query = f"SELECT namespace, name, object FROM {s}.poddisruptionbudgets"
+        for r in await conn.fetch(query):
+            key = (r["namespace"], r["name"])
+            state.poddisruptionbudgets[key] = PodDisruptionBudget.model_validate_json(r["object"])
         for r in await conn.fetch(f"SELECT namespace, name, object FROM {s}.events"):
             state.events[(r["namespace"], r["name"])] = Event.model_validate_json(r["object"])
         return state
@@ -284,6 +290,7 @@ class ProjectionStore:
         nodes = keys.get("nodes", set())
         quotas = keys.get("resourcequotas", set())
         limit_ranges = keys.get("limitranges", set())
+        budgets = keys.get("poddisruptionbudgets", set())
         events = keys.get("events", set())
         state = ClusterState()
         for key, pod in await self._read_through(conn, "pods", pods, self._pods, Pod):
@@ -292,6 +299,8 @@ class ProjectionStore:
             state.resourcequotas[(ns, name)] = ResourceQuota.model_validate(obj)
         for (ns, name), obj in await self._fetch_pairs(conn, "limitranges", limit_ranges):
             state.limitranges[(ns, name)] = LimitRange.model_validate(obj)
+        for (ns, name), obj in await self._fetch_pairs(conn, "poddisruptionbudgets", budgets):
+            state.poddisruptionbudgets[(ns, name)] = PodDisruptionBudget.model_validate(obj)
         for key, event in await self._read_through(conn, "events", events, self._events, Event):
             state.events[key] = event
         if nodes:
@@ -549,6 +558,7 @@ OBJECT_COLUMNS: dict[str, list[str]] = {
     "namespaces": ["name", "resource_version", "object"],
     "resourcequotas": ["namespace", "name", "resource_version", "object"],
     "limitranges": ["namespace", "name", "resource_version", "object"],
+    "poddisruptionbudgets": ["namespace", "name", "resource_version", "object"],
     "events": [
         "namespace",
         "name",
@@ -571,6 +581,7 @@ _KEY_COLUMNS: dict[str, str] = {
     "namespaces": "name",
     "resourcequotas": "namespace, name",
     "limitranges": "namespace, name",
+    "poddisruptionbudgets": "namespace, name",
     "events": "namespace, name",
     "allocations": "namespace, name",
 }
@@ -634,6 +645,7 @@ def _touched_rows(
     ns_keys = sorted(touched.get("namespaces", ()))
     quota_keys = sorted(touched.get("resourcequotas", ()))
     lr_keys = sorted(touched.get("limitranges", ()))
+    pdb_keys = sorted(touched.get("poddisruptionbudgets", ()))
     event_keys = sorted(touched.get("events", ()))
     allocation_keys = sorted(touched.get("allocations", ()))
     return [
@@ -664,6 +676,15 @@ def _touched_rows(
             [_policy_row(k, state.limitranges[k]) for k in lr_keys if k in state.limitranges],
         ),
         (
+            "poddisruptionbudgets",
+            pdb_keys,
+            [
+                _policy_row(k, state.poddisruptionbudgets[k])
+                for k in pdb_keys
+                if k in state.poddisruptionbudgets
+            ],
+        ),
+        (
             "events",
             event_keys,
             [_event_row(k, state.events[k]) for k in event_keys if k in state.events],
@@ -688,7 +709,9 @@ async def _delete_keys(conn: asyncpg.Connection, schema: str, table: str, keys: 
         await conn.execute(f"DELETE FROM {schema}.{table} WHERE {columns} = ANY($1::text[])", keys)
 
 
-def _policy_row(key: tuple[str, str], obj: ResourceQuota | LimitRange) -> tuple[Any, ...]:
+def _policy_row(
+    key: tuple[str, str], obj: ResourceQuota | LimitRange | PodDisruptionBudget
+) -> tuple[Any, ...]:
     return (key[0], key[1], int(obj.metadata.resource_version or 0), _json(obj.to_k8s()))
 
 

@@ -233,3 +233,29 @@ def test_quota_request_and_limit_columns() -> None:
 )
 def test_parse_accept(accept: str | None, expected: TableRequest | None) -> None:
     assert parse_accept(accept, None) == expected
+
+
+def test_pdb_columns() -> None:
+    budgets = [
+        {
+            "metadata": {"name": "web", "creationTimestamp": ago(300)},
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
+            "status": {"disruptionsAllowed": 1, "currentHealthy": 3},
+        },
+        {
+            "metadata": {"name": "db", "creationTimestamp": ago(7200)},
+            "spec": {"maxUnavailable": "25%"},
+        },
+    ]
+    out = table("PodDisruptionBudget", budgets, META, NOW)
+    assert [(c["name"], c["type"], c["priority"]) for c in out["columnDefinitions"]] == [
+        ("Name", "string", 0),
+        ("Min Available", "string", 0),
+        ("Max Unavailable", "string", 0),
+        ("Allowed Disruptions", "integer", 0),
+        ("Age", "string", 0),
+    ]
+    assert [row["cells"] for row in out["rows"]] == [
+        ["web", "2", "N/A", 1, "5m"],
+        ["db", "N/A", "25%", 0, "120m"],
+    ]

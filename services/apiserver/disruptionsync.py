@@ -1,0 +1,77 @@
+"""The disruption controller's loop: each PodDisruptionBudget's status kept current (what
+kube-controller-manager's disruption controller does), in the apiserver beside its other
+controllers. The decision is `disruption.budget_status`; this reads pods and CloneSets from the
+read model and writes a PodDisruptionBudgetStatusChanged when the status differs.
+
+A pass runs every `every` seconds (kube's controller reacts to each pod change; a budget here
+is at most that much behind, and an eviction spends its disruptions at once, under the same
+lock, so a stale count never lets more pods go than the budget allows).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+
+from inplace.core.readmodel import ReadModel
+from schemas import events as ev
+from schemas.envelope import EventPayload
+from schemas.podview import PodHealth, PodHealthLike
+from schemas.policy import PodDisruptionBudget
+from services.apiserver.auth.identity import controller, set_current_user
+from services.apiserver.disruption import budget_status
+from services.apiserver.eviction import budget_lock
+from services.apiserver.writer import Writer
+
+log = logging.getLogger(__name__)
+
+COMPONENT = "disruption-controller"
+
+
+def pods_in(model: ReadModel, namespace: str) -> list[PodHealthLike]:
+    """The namespace's pods as the controller reads them (labels, owner, phase, readiness),
+    each decoded for those fields only."""
+    keys = [key for key in model.pods if key[0] == namespace]
+    return [pod for _, pod in model.pods.views(keys, view=PodHealth)]
+
+
+def scale_of(model: ReadModel, namespace: str, kind: str, name: str) -> int | None:
+    """The replicas a controller wants (CloneSets are the workloads served here)."""
+    if kind != "CloneSet":
+        return None
+    workload = model.get("clonesets", (namespace, name))
+    return workload.spec.replicas if workload is not None else None
+
+
+def synced(model: ReadModel, budget: PodDisruptionBudget, now: datetime) -> EventPayload | None:
+    """The status write one sync of `budget` makes, or None when its status is current."""
+    namespace = budget.metadata.namespace or ""
+    status = budget_status(
+        budget,
+        pods_in(model, namespace),
+        now,
+        lambda kind, name: scale_of(model, namespace, kind, name),
+    )
+    if status == budget.status:
+        return None
+    return ev.PodDisruptionBudgetStatusChanged(
+        namespace=namespace, name=budget.metadata.name or "", status=status
+    )
+
+
+async def sync_forever(model: ReadModel, writer: Writer, every: float) -> None:
+    """Every `every` seconds, each budget synced under its namespace's eviction lock; a failed
+    pass is logged and the next one tries again."""
+    set_current_user(controller(COMPONENT))  # this task writes as kube's disruption controller
+    while True:
+        await asyncio.sleep(every)
+        try:
+            for key in list(model.objects("poddisruptionbudgets")):
+                async with writer.lock(budget_lock(key[0])):
+                    budget = model.get("poddisruptionbudgets", key)
+                    write = synced(model, budget, datetime.now(UTC)) if budget else None
+                    if write is not None:
+                        await writer.commit(write)
+        except Exception as exc:  # the log unreachable, a timeout: the next pass retries
+            log.warning("disruption controller pass failed: %s", exc)
