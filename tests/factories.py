@@ -649,3 +649,16 @@ def protobuf_body(api_version: str, kind: str, message: Message) -> bytes:
     unknown = runtime_pb2.Unknown(raw=message.SerializeToString())
     unknown.typeMeta.apiVersion, unknown.typeMeta.kind = api_version, kind
     return b"k8s\x00" + unknown.SerializeToString()
+
+
+# kube-apiserver's label-key name part and label-value messages (validation tests).
+NAME_PART = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+LABEL_VALUE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  "
+    "or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)

@@ -29,20 +29,20 @@ from services.apiserver.fielderrors import (
     FieldError,
     Verbatim,
     child,
-    forbidden,
     go_quote,
     index,
     invalid,
     not_supported,
-    required,
 )
 
 # The shared apimachinery string checks (IsQualifiedName, IsValidLabelValue, RegexError) and
 # ValidateLabels live with the pod rules; one copy of each rule.
 from services.apiserver.validation import (
+    SET_OPERATORS,
     is_label_value,
     is_qualified_name,
     regex_error,
+    set_operator_values,
     validate_labels,
 )
 
@@ -101,19 +101,8 @@ def _validate_requirement(
     errs: list[FieldError] = []
     values = req.values or []
     values_path = child(path, "values")
-    if req.operator in ("In", "NotIn"):
-        if not values:
-            errs.append(
-                required(values_path, "must be specified when `operator` is 'In' or 'NotIn'")
-            )
-    elif req.operator in ("Exists", "DoesNotExist"):
-        if values:
-            errs.append(
-                forbidden(
-                    values_path,
-                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                )
-            )
+    if req.operator in SET_OPERATORS:
+        errs += set_operator_values(req.operator, values, values_path)
     else:
         errs.append(invalid(child(path, "operator"), req.operator, "not a valid selector operator"))
     errs += [invalid(child(path, "key"), req.key, msg) for msg in is_qualified_name(req.key)]

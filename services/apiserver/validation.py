@@ -84,12 +84,14 @@ from services.apiserver.fielderrors import (
 
 __all__ = [
     "MIRROR_POD_ANNOTATION",
+    "SET_OPERATORS",
     "UPDATABLE_POD_SPEC_FIELDS",
     "default_pod",
     "is_label_value",
     "is_qualified_name",
     "regex_error",
     "resize_view",
+    "set_operator_values",
     "validate_labels",
     "validate_node_affinity_and_tolerations",
     "validate_pod_create",
@@ -905,6 +907,23 @@ _TOLERATION_OPS = ["Equal", "Exists"]
 _TAINT_EFFECTS = ["NoExecute", "NoSchedule", "PreferNoSchedule"]
 
 
+SET_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def set_operator_values(operator: str, values: list[str], values_path: str) -> list[FieldError]:
+    """The values rule of a set-based selector requirement (one of SET_OPERATORS), for node
+    and label selectors alike: In and NotIn need values, Exists and DoesNotExist take none."""
+    if operator in ("In", "NotIn") and not values:
+        return [required(values_path, "must be specified when `operator` is 'In' or 'NotIn'")]
+    if operator in ("Exists", "DoesNotExist") and values:
+        return [
+            forbidden(
+                values_path, "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+            )
+        ]
+    return []
+
+
 def _validate_node_selector_requirement(
     req: NodeSelectorRequirement, path: str, *, field_selector: bool
 ) -> list[FieldError]:
@@ -927,19 +946,8 @@ def _validate_node_selector_requirement(
         if req.key != "metadata.name":
             errs.append(invalid(child(path, "key"), req.key, "not a valid field selector key"))
         return errs
-    if req.operator in ("In", "NotIn"):
-        if not values:
-            errs.append(
-                required(values_path, "must be specified when `operator` is 'In' or 'NotIn'")
-            )
-    elif req.operator in ("Exists", "DoesNotExist"):
-        if values:
-            errs.append(
-                forbidden(
-                    values_path,
-                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                )
-            )
+    if req.operator in SET_OPERATORS:
+        errs += set_operator_values(req.operator, values, values_path)
     elif req.operator in ("Gt", "Lt"):
         if len(values) != 1:
             errs.append(

@@ -5,13 +5,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from inplace.core.settings import Settings
 from services.kubelet.config import KubeletConfig
 from services.kubelet.cri import RuntimeService
 from services.kubelet.kubelet import Kubelet
 from services.kubelet.runtime_fake import FakeRuntime
+from tests.integration.conftest import RoleProcess
 
 
 @contextlib.asynccontextmanager
@@ -56,3 +60,14 @@ def cpu_resize(cpu: str) -> dict[str, Any]:
     """The resize patch of `node0_pod`'s container to `cpu` (requests = limits)."""
     rl = {"cpu": cpu, "memory": "128Mi"}
     return {"spec": {"containers": [{"name": "c", "resources": {"requests": rl, "limits": rl}}]}}
+
+
+@pytest.fixture
+async def kubelet_process(settings: Settings, tmp_path: Path) -> AsyncIterator[RoleProcess]:
+    """The kubelet as a real process, serving one 4-CPU node (node-0)."""
+    env = {"INPLACE_KUBELET_NODES": "1", "INPLACE_KUBELET_NODE_CPU": "4"}
+    proc = RoleProcess("kubelet", settings, tmp_path / "kubelet.log", **env)
+    proc.start()
+    await proc.ready()
+    yield proc
+    proc.stop()

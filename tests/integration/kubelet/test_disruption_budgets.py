@@ -6,27 +6,12 @@ on it), against the apiserver and kubelet as real processes."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from functools import partial
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from inplace.core.settings import Settings
 from tests.integration.conftest import RoleProcess, kubectl, until
 
 PDBS = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
-
-
-@pytest.fixture
-async def kubelet(settings: Settings, tmp_path: Path) -> AsyncIterator[RoleProcess]:
-    env = {"INPLACE_KUBELET_NODES": "1", "INPLACE_KUBELET_NODE_CPU": "4"}
-    proc = RoleProcess("kubelet", settings, tmp_path / "kubelet.log", **env)
-    proc.start()
-    await proc.ready()
-    yield proc
-    proc.stop()
 
 
 def web_pod(name: str) -> dict[str, Any]:
@@ -49,7 +34,7 @@ async def status_of(apiserver: RoleProcess, name: str) -> dict[str, Any]:
 
 
 async def test_budget_counts_ready_pods_and_stops_evictions(
-    apiserver: RoleProcess, kubelet: RoleProcess
+    apiserver: RoleProcess, kubelet_process: RoleProcess
 ) -> None:
     for name in ("web-0", "web-1", "web-2"):
         await kubectl(apiserver, "create", "-f", "-", stdin=json.dumps(web_pod(name)))

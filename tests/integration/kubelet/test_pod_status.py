@@ -5,28 +5,14 @@ identities, addresses, conditions, observedGeneration (kubelet as a real process
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
-from inplace.core.settings import Settings
 from tests.integration.conftest import RoleProcess, kubectl, until
 
 SMP = {"content-type": "application/strategic-merge-patch+json"}
-
-
-@pytest.fixture
-async def kubelet(settings: Settings, tmp_path: Path) -> AsyncIterator[RoleProcess]:
-    env = {"INPLACE_KUBELET_NODES": "1", "INPLACE_KUBELET_NODE_CPU": "4"}
-    proc = RoleProcess("kubelet", settings, tmp_path / "kubelet.log", **env)
-    proc.start()
-    await proc.ready()
-    yield proc
-    proc.stop()
 
 
 def pod(name: str) -> dict[str, Any]:
@@ -43,7 +29,7 @@ def pod(name: str) -> dict[str, Any]:
 
 
 async def test_running_pod_status_and_describe(
-    apiserver: RoleProcess, kubelet: RoleProcess
+    apiserver: RoleProcess, kubelet_process: RoleProcess
 ) -> None:
     base = f"{apiserver.url}/api/v1/namespaces/default/pods"
     async with httpx.AsyncClient(timeout=10) as http:
@@ -123,7 +109,7 @@ async def test_running_pod_status_and_describe(
 
 
 async def test_resize_events_as_the_kubelet_emits_them(
-    apiserver: RoleProcess, kubelet: RoleProcess
+    apiserver: RoleProcess, kubelet_process: RoleProcess
 ) -> None:
     """Accepted: Normal ResizeStarted (with the generation) then ResizeCompleted; more than
     the node: Warning ResizeInfeasible; more than is free now: Warning ResizeDeferred."""
@@ -243,7 +229,7 @@ async def test_resize_events_as_the_kubelet_emits_them(
 
 
 async def test_best_effort_pod_reports_empty_resources(
-    apiserver: RoleProcess, kubelet: RoleProcess
+    apiserver: RoleProcess, kubelet_process: RoleProcess
 ) -> None:
     """A running container without requests or limits reports `resources: {}` (the kubelet
     always sets them), so a resize that would make the pod Burstable is refused for its QoS
@@ -275,7 +261,7 @@ async def test_best_effort_pod_reports_empty_resources(
 
 
 async def test_kubectl_logs_of_a_started_container(
-    apiserver: RoleProcess, kubelet: RoleProcess
+    apiserver: RoleProcess, kubelet_process: RoleProcess
 ) -> None:
     """Empty (the runtimes run no workload) with a Warning saying so; kube-apiserver's refusals
     for a container the pod does not have and one not started yet."""
@@ -302,7 +288,7 @@ async def test_kubectl_logs_of_a_started_container(
 
 
 async def test_kubectl_set_image_restarts_the_container_with_it(
-    apiserver: RoleProcess, kubelet: RoleProcess
+    apiserver: RoleProcess, kubelet_process: RoleProcess
 ) -> None:
     """`kubectl set image` on a running pod: the kubelet restarts that container with the new
     image (restartCount 1, the image and imageID in its status, generation observed) and

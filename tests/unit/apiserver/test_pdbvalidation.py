@@ -13,21 +13,12 @@ import pytest
 from schemas.policy import PodDisruptionBudget
 from services.apiserver.fielderrors import FieldError
 from services.apiserver.pdbvalidation import validate_pdb, validate_pdb_update
+from tests.factories import LABEL_VALUE, NAME_PART
 
 # Kubernetes' own texts (apimachinery util/validation), spelled out rather than imported.
 PERCENT = (
     "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or "
     "'93%', regex used for validation is '[0-9]+%')"
-)
-NAME_PART = (
-    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-)
-LABEL_VALUE = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  "
-    "or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
 )
 BOTH_SET = "minAvailable and maxUnavailable cannot be both set"
 

@@ -34,6 +34,7 @@ from services.apiserver.validation import (
     validate_pod_resize,
     validate_pod_update,
 )
+from tests.factories import LABEL_VALUE, NAME_PART
 
 # Kubernetes' own texts (apimachinery util/validation), spelled out rather than imported.
 DNS_LABEL = (
@@ -45,16 +46,6 @@ DNS_SUBDOMAIN = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
     "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
     "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
-NAME_PART = (
-    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-)
-LABEL_VALUE = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  "
-    "or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
 )
 UPDATE_FORBIDDEN = (
     "spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
