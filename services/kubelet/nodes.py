@@ -13,6 +13,7 @@ from schemas.kubeschema import KUBERNETES_VERSION
 from schemas.quantity import Quantity
 from schemas.resources import subtract
 from services.kubelet.config import KubeletConfig
+from services.kubelet.podstatus import host_ip
 
 
 def node_names(config: KubeletConfig) -> list[str]:
@@ -52,6 +53,11 @@ def node_object(config: KubeletConfig, name: str, now: datetime | None = None) -
                 },
             },
             "status": {
+                # As a kubelet reports its node: InternalIP (its pods' hostIP) and Hostname.
+                "addresses": [
+                    {"type": "InternalIP", "address": host_ip(name, None)},
+                    {"type": "Hostname", "address": name},
+                ],
                 "capacity": {k: str(v) for k, v in capacity.items()},
                 "allocatable": {k: str(v) for k, v in allocatable.items()},
                 "conditions": [

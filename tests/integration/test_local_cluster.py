@@ -149,6 +149,7 @@ def test_up_starts_everything_and_ctrl_c_stops_everything() -> None:
         cells = nodes.stdout.split()
         assert cells[:2] == ["node-0", "Ready"] and "v1.35.0-inplace" in cells, nodes.stdout
         assert cells[-1] == "inplace-fake://1.35.0", nodes.stdout
+        assert cells[5].startswith("fd00:10::"), nodes.stdout  # INTERNAL-IP
         # The printed exports name this cluster, and an `inplace` command that reads
         # INPLACE_API_URL and KUBECONFIG (a small `inplace load`) works with them as printed.
         exports = dict(re.findall(r"export (\w+)=(\S+)", text))

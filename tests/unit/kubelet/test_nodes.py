@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from services.kubelet.config import KubeletConfig
 from services.kubelet.nodes import node_object
+from services.kubelet.podstatus import host_ip
 
 
 def test_a_registered_node_reports_its_kubelet_os_runtime_and_heartbeat() -> None:
@@ -20,5 +21,10 @@ def test_a_registered_node_reports_its_kubelet_os_runtime_and_heartbeat() -> Non
     labels = node["metadata"]["labels"]
     assert labels["kubernetes.io/os"] == "linux"
     assert labels["kubernetes.io/arch"] == info["architecture"] != ""
+    # InternalIP and Hostname, as a kubelet reports them; its pods' hostIP is the InternalIP.
+    internal, hostname = node["status"]["addresses"]
+    assert (internal["type"], hostname) == ("InternalIP", {"type": "Hostname", "address": "node-0"})
+    assert host_ip("node-0", node_object(KubeletConfig(), "node-0")) == internal["address"]
+    assert internal["address"].startswith("fd00:10::")
     [ready] = node["status"]["conditions"]
     assert ready["lastHeartbeatTime"] == ready["lastTransitionTime"] == "2026-11-27T10:00:00Z"
