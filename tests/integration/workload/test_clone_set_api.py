@@ -30,13 +30,14 @@ async def test_discovery(apiserver: RoleProcess) -> None:
         group = (await http.get(f"/apis/{GROUP}")).json()
         resources = (await http.get(f"/apis/{GROUP}/{VERSION}")).json()
     # Ours, the self-review groups `kubectl auth can-i` / `whoami` need, then the metrics
-    # API (`kubectl top`) and the node Leases (`kubectl describe node`).
+    # API (`kubectl top`), the node Leases (`kubectl describe node`) and disruption budgets.
     assert [g["name"] for g in groups["groups"]] == [
         GROUP,
         "authorization.k8s.io",
         "authentication.k8s.io",
         "metrics.k8s.io",
         "coordination.k8s.io",
+        "policy",
     ]
     assert group["preferredVersion"]["groupVersion"] == f"{GROUP}/{VERSION}"
     names = {r["name"] for r in resources["resources"]}
