@@ -257,23 +257,33 @@ class ProjectionStore:
         if not batch:
             return
         await self._claim(conn, batch)
+        # The history rows are written from the payloads as they arrived, so they are taken
+        # first: the fold then keeps the payloads' objects instead of deep-copying each one.
+        history = history_rows(batch)
         state = await self._load(conn, batch)
+        state.adopt_payloads = True
         for record in batch.records:
             state.apply(record)
         for key in state.touched.get("pods", ()):
             self._pods.remember(key, state.pods.get(key))
         for key in state.touched.get("events", ()):
             self._events.remember(key, state.events.get(key))
-        await self.write_folded(conn, state, batch)
+        await self.write_folded(conn, state, batch, history)
 
     async def write_folded(
-        self, conn: asyncpg.Connection, state: ClusterState, batch: Batch
+        self,
+        conn: asyncpg.Connection,
+        state: ClusterState,
+        batch: Batch,
+        history: list[tuple[Any, ...]],
     ) -> None:
         """Write what `state` changed while folding `batch`, its history and its offsets.
 
         (The rebuild writes its shadow schema with the bulk methods below instead.)"""
         await self._write(conn, state)
-        await self._history(conn, batch)
+        # COPY, no upsert: a second application of the same position fails the transaction
+        # (primary key) instead of silently duplicating history.
+        await self.copy_history(conn, history)
         await self._dead_letters(conn, batch)
         await self._save_offsets(conn, batch)
 
@@ -357,11 +367,6 @@ class ProjectionStore:
 
     async def _write(self, conn: asyncpg.Connection, state: ClusterState) -> None:
         await self.copy_state(conn, state)
-
-    async def _history(self, conn: asyncpg.Connection, batch: Batch) -> None:
-        # COPY, no upsert: a second application of the same position fails the transaction
-        # (primary key) instead of silently duplicating history.
-        await self.copy_history(conn, history_rows(batch))
 
     async def _dead_letters(self, conn: asyncpg.Connection, batch: Batch) -> None:
         await conn.executemany(
