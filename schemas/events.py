@@ -316,6 +316,15 @@ class PodEvicted(PodEvent):
     message: str | None = None
 
 
+class PodReadinessChanged(PodEvent):
+    """The pod's Ready condition, set apart from its containers: False by the node lifecycle
+    controller for the pods of a node that stopped posting status (MarkPodsNotReady), True
+    again by the kubelet once its node is Ready (its status manager's next sync)."""
+
+    TYPE: ClassVar[str] = "PodReadinessChanged"
+    ready: bool
+
+
 class PodDeleted(PodEvent):
     TYPE: ClassVar[str] = "PodDeleted"
 

@@ -378,6 +378,9 @@ def every_type_stream(pods: int = 60, nodes: int = 4, seed: int = 11) -> list[En
             )
         )
     emit(capacity_changed(big, cpu="32", memory="128Gi"), "hotplug")
+    # A node goes silent: its pods are marked not ready, then ready again.
+    for ready in (False, True):
+        emit(ev.PodReadinessChanged(namespace=ns, name="web-1", uid=f"uid-{ns}-web-1", ready=ready))
     emit(ev.NodeResizeFailed(name=failing, reason="FailedNodeResize", message="cgroup", attempt=1))
     emit(
         ev.NodeConditionChanged(name=failing, condition=NodeCondition(type="Ready", status="False"))

@@ -9,8 +9,10 @@ A kubelet's heartbeat here is its node's usage record (services/kubelet/usage.py
 since this replica followed the `usage` topic is left as it is: with sampling off there are
 no heartbeats, and a cluster without them must not go NotReady. The NoExecute taints evict
 as the taint eviction controller does (`evictions`): every pod tolerates unreachable for
-300 s by default, so a node silent for 50 s + 5 min loses its pods. The pods of a silent node
-are not marked not ready meanwhile.
+300 s by default, so a node silent for 50 s + 5 min loses its pods. Meanwhile its pods are
+marked not ready (`pods_not_ready`, MarkPodsNotReady: Ready=False and a Warning NodeNotReady
+Event each), so disruption budgets and workloads count them as down; the kubelet sets them
+Ready again once its node is Ready.
 
 `monitor` decides, `monitor_forever` writes; replicas decide alike from the same log, and
 a decision written twice folds to the same node.
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 
 from inplace.core.readmodel import ReadModel
@@ -117,6 +119,36 @@ def _status_event(node: Node, status: str, now: datetime) -> Event:
     )
 
 
+def pods_not_ready(node: Node, pods: Iterable[Pod], now: datetime) -> list[EventPayload]:
+    """MarkPodsNotReady: on a node whose Ready condition is not True, each pod still Ready
+    gets Ready=False and a Warning NodeNotReady Event ("Node is not ready"); pods already not
+    ready are left alone, so a pass repeated (or another replica's) writes nothing more."""
+    ready = ready_condition(node)
+    if ready is None or ready.status == "True":
+        return []
+    written: list[EventPayload] = []
+    for pod in pods:
+        if not any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []):
+            continue
+        meta = pod.metadata
+        ids = {"namespace": meta.namespace or "", "name": meta.name or "", "uid": meta.uid or ""}
+        written.append(ev.PodReadinessChanged(**ids, ready=False))
+        event = event_about(
+            reference("Pod", meta),
+            name=occurrence_name(meta.name or "", now),
+            namespace=meta.namespace or "",
+            reason="NodeNotReady",
+            message="Node is not ready",
+            now=now,
+            type_="Warning",
+            component=COMPONENT,
+            instance=COMPONENT,
+            counted=True,
+        )
+        written.append(ev.KubeEventRecorded(event=event))
+    return written
+
+
 def evictions(node: Node, pods: Iterable[Pod], now: datetime) -> list[EventPayload]:
     """The taint eviction controller's decision for the pods on `node`: with NoExecute taints
     on it, a pod that does not tolerate one is deleted now, one that tolerates them for a
@@ -179,12 +211,22 @@ async def monitor_forever(
         at = datetime.fromtimestamp(max(beat, started), UTC) if beat is not None else None
         return monitor(node, at, now, grace) if node is not None else []
 
+    def pods_on(name: str) -> Iterator[Pod]:
+        on_it = (model.get("pods", key) for key in model.pods.keys_on([name]))
+        return (p for p in on_it if p is not None)
+
     def evicted(name: str, now: datetime) -> list[EventPayload]:
         node = model.get("nodes", name)
         if node is None or not any(t.effect == "NoExecute" for t in node.spec.taints or []):
             return []
-        on_it = (model.get("pods", key) for key in model.pods.keys_on([name]))
-        return evictions(node, (p for p in on_it if p is not None), now)
+        return evictions(node, pods_on(name), now)
+
+    def unready(name: str, now: datetime) -> list[EventPayload]:
+        node = model.get("nodes", name)
+        ready = ready_condition(node) if node is not None else None
+        if node is None or ready is None or ready.status == "True":
+            return []
+        return pods_not_ready(node, pods_on(name), now)
 
     while True:
         await asyncio.sleep(every)
@@ -195,6 +237,10 @@ async def monitor_forever(
                     if written := decide(name, beats, now):
                         await writer.commit_all(written)
                         log.info("node %s: %s", name, ", ".join(p.TYPE for p in written))
+            for name in list(model.objects("nodes")):
+                if written := unready(name, now):
+                    await writer.commit_all(written)
+                    log.info("node %s: %d pod(s) marked not ready", name, len(written) // 2)
             for name in list(model.objects("nodes")):
                 if written := evicted(name, now):
                     await writer.commit_all(written)

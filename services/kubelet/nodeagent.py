@@ -74,7 +74,7 @@ from services.kubelet.metrics import (
 from services.kubelet.noderesize import resync_plan, with_swap_and_oom
 from services.kubelet.noderesize_metrics import RESYNC_ERRORS, RESYNC_REQUESTS
 from services.kubelet.nodestep import capacity_change, resync_failure, resync_recovered, unplug
-from services.kubelet.podstatus import image_id, running_event
+from services.kubelet.podstatus import image_id, node_ready, ready_again, running_event
 from services.kubelet.resizebook import ResizeBook, infeasible_detail, requested_changes
 from services.kubelet.resizenotices import resize_message
 from services.kubelet.resizestep import (
@@ -142,6 +142,9 @@ class NodeAgent:
         self.writer = writer
         self.causes = causes
         self.pods: dict[str, PodRuntime] = {}
+        # The node's Ready condition as last looked at (None: not yet): its pods are made
+        # Ready again when it turns True.
+        self._node_ready: bool | None = None
         self.deferred: dict[str, int] = {}  # pod key → arrival sequence
         self._seq = 0
         # Keys to work on, each once, in arrival order, and the worker's wake-up while it
@@ -449,14 +452,26 @@ class NodeAgent:
 
     # --- node -------------------------------------------------------------------------------
 
+    async def _restore_readiness(self, key: str, pod: Pod) -> None:
+        """Ready again, once the node is, when the node lifecycle marked the pod not ready."""
+        if key in self.pods and ready_again(pod, self.model.get("nodes", self.name)):
+            await self._write(ev.PodReadinessChanged(**self._ids(pod), ready=True), key)
+
     async def _node_changed(self) -> None:
         """KEP-3953: the node's capacity changed. Re-admit what runs (evicting by QoS when it no
         longer fits), resync swap limits and OOM score adj, then retry Deferred resizes; what
-        to do is nodestep.py's. A failed resync is retried from the top."""
+        to do is nodestep.py's. A failed resync is retried from the top. A node Ready again
+        (after its heartbeats stopped) makes its pods Ready again."""
         await self._restore_all()  # evictions and swap limits see every pod
         node = self.model.get("nodes", self.name)
         if node is None or node.status is None:
             return
+        ready = node_ready(node)
+        if ready and self._node_ready is not True:
+            for key in list(self.pods):
+                if (pod := self._live(key)) is not None:
+                    await self._restore_readiness(key, pod)
+        self._node_ready = ready
         change = capacity_change(node.status, self.checkpoint, self._capacity, self._resync_failed)
         if change is None:
             return
@@ -569,6 +584,7 @@ class NodeAgent:
                 return
         if self._simulator is not None:
             self._simulate_usage(key, pod, self._simulator)
+        await self._restore_readiness(key, pod)
         await self._reconcile_resize(key, pod)
 
     def _simulate_usage(self, key: str, pod: Pod, simulator: UsageSimulator) -> None:

@@ -23,7 +23,15 @@ from schemas import events as ev
 from schemas.k8s import Node, Pod
 from schemas.resources import is_sidecar
 
-__all__ = ["container_id", "host_ip", "image_id", "pod_ip", "running_event"]
+__all__ = [
+    "container_id",
+    "host_ip",
+    "image_id",
+    "node_ready",
+    "pod_ip",
+    "ready_again",
+    "running_event",
+]
 
 _POD_PREFIX = bytes.fromhex("fd00001002440000")  # fd00:10:244:0::/64
 _HOST_PREFIX = bytes.fromhex("fd00001000000000")  # fd00:10::/64
@@ -85,3 +93,20 @@ def running_event(
         host_ip=host_ip(node_name, node),
         containers=started,
     )
+
+
+def node_ready(node: Node | None) -> bool:
+    """The node's Ready condition is True."""
+    conditions = node.status.conditions or [] if node is not None else []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
+def ready_again(pod: Pod, node: Node | None) -> bool:
+    """Whether the kubelet sets the pod Ready again: it runs with its containers ready, but its
+    Ready condition was set False apart from them (the node lifecycle controller's
+    MarkPodsNotReady while the node was silent), and its node is Ready now. The kubelet's
+    status sync derives Ready from ContainersReady, so this is what its next sync writes."""
+    if pod.status.phase != "Running" or not node_ready(node):
+        return False
+    conditions = {c.type: c.status for c in pod.status.conditions or []}
+    return conditions.get("Ready") == "False" and conditions.get("ContainersReady") == "True"

@@ -36,6 +36,7 @@ SKIPS: dict[str, str] = {
     ev.PodUpdated.TYPE: "labels, annotations, images (no quota scope selects by them)",
     ev.PodBound.TYPE: "spec.nodeName and PodScheduled",
     ev.PodUnschedulable.TYPE: "the PodScheduled condition",
+    ev.PodReadinessChanged.TYPE: "the Ready condition (no quota scope reads it)",
     ev.ContainerRestarted.TYPE: "restart count and container state",
     ev.ResizeRefused.TYPE: "nothing (a refused resize changes no object); it only recomputed",
     ev.NamespaceCreated.TYPE: "namespace objects, which quota does not keep",

@@ -33,6 +33,7 @@ READS: frozenset[str] = frozenset(
 
 # What the rest change, none of which the scheduler reads.
 SKIPS: dict[str, str] = {
+    ev.PodReadinessChanged.TYPE: "the Ready condition (placement reads no readiness)",
     ev.ContainerRestarted.TYPE: "restart count and container state of a bound pod",
     ev.ResizeRefused.TYPE: "nothing (a refused resize changes no object); it only re-priced",
     ev.NodeConditionChanged.TYPE: "node conditions (placement reads labels, taints, cordon)",

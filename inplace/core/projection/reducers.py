@@ -276,6 +276,12 @@ def reduce_pod(
             cs.image, cs.image_id = payload.image, payload.image_id
     elif isinstance(payload, ev.PodEvicted):
         _evicted(pod, payload, when)
+    elif isinstance(payload, ev.PodReadinessChanged):
+        held = next((c for c in status.conditions or [] if c.type == "Ready"), None)
+        generation = held.observed_generation if held is not None else None
+        _set_condition(
+            status, "Ready", "True" if payload.ready else "False", when, generation=generation
+        )
     if isinstance(payload, ev.KubeletPodEvent):
         # 1.34+: the generation of the spec the kubelet acted on (a resize bumps it); never
         # backwards, though the apiserver may be ahead of it.

@@ -1,7 +1,8 @@
 """Node lifecycle (services/apiserver/nodelifecycle.py): a node whose kubelet stops posting
 its heartbeat goes NotReady and is tainted unreachable, so nothing new is scheduled there and
 a pod tolerating that for less than it lasts is evicted; once a kubelet serves it again it is
-Ready, untainted, and the pod waiting for it runs."""
+Ready, untainted, and the pod waiting for it runs. Its pods are marked not ready while it is
+silent, and Ready again once it is back."""
 
 from __future__ import annotations
 
@@ -61,6 +62,7 @@ async def test_a_silent_node_goes_not_ready_and_back(settings: Settings, tmp_pat
                         "spec": {"nodeName": "node-0", "tolerations": tolerations,
                                  "containers": [{"name": "c", "image": "app"}]}}  # fmt: skip
             await kubectl(apiserver, "create", "-f", "-", stdin=json.dumps(manifest))
+        await until(lambda: get("pod", "patient"), lambda p: ready(p) == "True", "patient Ready")
         kubelet.kill9()
         silent = await until(node, lambda n: ready(n) == "Unknown", "the node NotReady", 30)
         condition = next(c for c in silent["status"]["conditions"] if c["type"] == "Ready")
@@ -70,17 +72,25 @@ async def test_a_silent_node_goes_not_ready_and_back(settings: Settings, tmp_pat
                            "the unreachable taints", 30)  # fmt: skip
         assert next(t for t in held["spec"]["taints"] if t["effect"] == "NoExecute")["timeAdded"]
         await until(lambda: get("pod", "brief"), lambda p: p == {}, "brief evicted", 30)
-        assert (await get("pod", "patient"))["spec"]["nodeName"] == "node-0"
+        # The pod it keeps is marked not ready meanwhile (MarkPodsNotReady), with a Warning.
+        patient = await until(lambda: get("pod", "patient"), lambda p: ready(p) == "False",
+                              "patient marked not ready", 30)  # fmt: skip
+        assert patient["spec"]["nodeName"] == "node-0"
+        warned = await get("events", "--field-selector", "involvedObject.name=patient")
+        assert ("Warning", "NodeNotReady", "Node is not ready") in [
+            (e["type"], e["reason"], e["message"]) for e in warned["items"]
+        ]
         evicted = await get("events", "--field-selector", "reason=TaintManagerEviction")
         assert [e["message"] for e in evicted["items"]] == [
             "Marking for deletion Pod default/brief"
         ]
         # Written as kube's node controller (the log says who asked for each change).
-        written = [e for e in await read_log(settings, PODS, NODES)
-                   if e.type in ("PodDeleted", "NodeConditionChanged")]  # fmt: skip
+        controller = ("PodDeleted", "NodeConditionChanged", "PodReadinessChanged")
+        written = [e for e in await read_log(settings, PODS, NODES) if e.type in controller]
         assert {(e.type, e.user.username if e.user else None) for e in written} == {
             ("PodDeleted", "system:serviceaccount:kube-system:node-controller"),
             ("NodeConditionChanged", "system:serviceaccount:kube-system:node-controller"),
+            ("PodReadinessChanged", "system:serviceaccount:kube-system:node-controller"),
         }
         listed = await kubectl(apiserver, "get", "nodes", "--no-headers")
         assert listed.stdout.split()[:2] == ["node-0", "NotReady"]
@@ -109,6 +119,9 @@ async def test_a_silent_node_goes_not_ready_and_back(settings: Settings, tmp_pat
                     "web running on node-0", 60)  # fmt: skip
         events = await get("events", "-n", "default", "--field-selector", "reason=NodeReady")
         assert [e["involvedObject"]["name"] for e in events["items"]] == ["node-0"]
+        # The kubelet serving it again sets its pod Ready again.
+        await until(lambda: get("pod", "patient"), lambda p: ready(p) == "True",
+                    "patient Ready again", 30)  # fmt: skip
     finally:
         for role in (kubelet, scheduler, apiserver):
             role.stop()

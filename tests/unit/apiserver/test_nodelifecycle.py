@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from schemas import events as ev
-from schemas.k8s import Node, NodeCondition, Pod, Taint, Toleration
+from schemas.k8s import Node, NodeCondition, Pod, PodCondition, Taint, Toleration
 from schemas.taints import toleration_seconds
-from services.apiserver.nodelifecycle import UNREACHABLE, evictions, monitor
+from services.apiserver.nodelifecycle import UNREACHABLE, evictions, monitor, pods_not_ready
 from tests.factories import node
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
@@ -153,3 +153,35 @@ def test_a_taint_without_time_added_evicts_only_who_does_not_tolerate_it() -> No
 def test_toleration_seconds(tolerations: list[Toleration], seconds: float | None) -> None:
     taints = [Taint(key=UNREACHABLE, effect="NoExecute")]
     assert toleration_seconds(tolerations, taints) == seconds
+
+
+def with_ready(pod: Pod, status: str) -> Pod:
+    pod.status.conditions = [
+        PodCondition(type="ContainersReady", status="True"),
+        PodCondition(type="Ready", status=status),  # type: ignore[arg-type]
+    ]
+    return pod
+
+
+def test_pods_of_a_node_not_ready_are_marked_not_ready_once() -> None:
+    """MarkPodsNotReady: each Ready pod of an Unknown node gets Ready=False and a Warning
+    NodeNotReady Event; a pod not ready already, and every pod of a Ready node, is left."""
+    pods = [with_ready(pod_tolerating("a"), "True"), with_ready(pod_tolerating("b"), "False")]
+    written = pods_not_ready(ready_node("Unknown"), pods, NOW)
+    [marked] = [p for p in written if isinstance(p, ev.PodReadinessChanged)]
+    assert (marked.namespace, marked.name, marked.uid, marked.ready) == (
+        "team",
+        "a",
+        "uid-a",
+        False,
+    )
+    [event] = [p.event for p in written if isinstance(p, ev.KubeEventRecorded)]
+    assert (event.type, event.reason, event.message) == (
+        "Warning",
+        "NodeNotReady",
+        "Node is not ready",
+    )
+    assert (event.involved_object.kind, event.involved_object.name) == ("Pod", "a")
+    assert event.reporting_component == "node-controller"
+    assert pods_not_ready(ready_node("True"), pods, NOW) == []
+    assert pods_not_ready(node("node-0"), pods, NOW) == []  # no Ready condition yet
