@@ -42,8 +42,6 @@ __all__ = [
     "EvictionVerdict",
     "budget_status",
     "evict_check",
-    "recheck_time",
-    "stale_budget_verdict",
 ]
 
 # How long an eviction's entry in status.disruptedPods keeps the pod out of currentHealthy
@@ -97,13 +95,6 @@ def budget_status(
     disrupted = _disrupted_pod_map(selected, pdb.status.disrupted_pods or {}, now)
     current_healthy = _count_healthy_pods(selected, disrupted, now)
     return _updated_status(pdb, current_healthy, desired_healthy, expected_count, disrupted, now)
-
-
-def recheck_time(status: PodDisruptionBudgetStatus) -> datetime | None:
-    """When the controller must sync the budget again even if nothing changes: the earliest
-    moment a disruptedPods entry expires (trySync's recheck queue). None: no entry."""
-    times = (status.disrupted_pods or {}).values()
-    return min(times) + DELETION_TIMEOUT if times else None
 
 
 def _expected_pod_count(
@@ -335,9 +326,9 @@ class EvictionVerdict:
     with (201 and an empty message when the pod may go). `budget` is the budget with the status
     to write first when the eviction used up a disruption (not written for a dry run), else
     None. `retry_after_seconds` is the Status details' retryAfterSeconds of a 429 (kube sends
-    Retry-After when it is > 0). `pin_resource_version`: delete with the pod's resourceVersion
-    as a precondition (when the request set none), so a pod that became Ready meanwhile is not
-    deleted past its budget; on the resulting 409 answer `stale_budget_verdict(budget name)`.
+    Retry-After when it is > 0). Kubernetes also deletes with the pod's resourceVersion as a
+    precondition, so a pod that became Ready meanwhile is not deleted past its budget; here the
+    check and the delete run under the pod's write lock, back to back.
     """
 
     allowed: bool
@@ -347,7 +338,6 @@ class EvictionVerdict:
     causes: list[tuple[str, str]] = field(default_factory=list)
     budget: PodDisruptionBudget | None = None
     retry_after_seconds: int = 0
-    pin_resource_version: bool = False
 
 
 def evict_check(pod: Pod, budgets: Iterable[PodDisruptionBudget], now: datetime) -> EvictionVerdict:
@@ -355,7 +345,7 @@ def evict_check(pod: Pod, budgets: Iterable[PodDisruptionBudget], now: datetime)
     are the PodDisruptionBudgets of the pod's namespace; those whose selector picks the pod
     apply."""
     if _can_ignore_pdb(pod):
-        return _allowed(pin_resource_version=_should_enforce_resource_version(pod))
+        return _allowed()
     matching = [pdb for pdb in budgets if selects(pdb.spec.selector, pod.metadata.labels)]
     if len(matching) > 1:
         # A plain metav1.Status (Failure, code 500) with no reason, as eviction.go builds it.
@@ -365,11 +355,11 @@ def evict_check(pod: Pod, budgets: Iterable[PodDisruptionBudget], now: datetime)
     pdb = matching[0]
     if not _is_ready(pod) and _unhealthy_pod_may_go(pdb):
         # Not Ready: it does not count towards currentHealthy, so no disruption is used.
-        return _allowed(pin_resource_version=True)
+        return _allowed()
     return _check_and_decrement(pdb, pod.metadata.name or "", now)
 
 
-def stale_budget_verdict(budget_name: str) -> EvictionVerdict:
+def _stale_budget_verdict(budget_name: str) -> EvictionVerdict:
     """The 429 for a budget the controller has not caught up with (createTooManyRequestsError):
     its observedGeneration is behind, or a delete pinned to the pod's resourceVersion hit a
     conflict."""
@@ -388,14 +378,6 @@ def _can_ignore_pdb(pod: Pod) -> bool:
     )
 
 
-def _should_enforce_resource_version(pod: Pod) -> bool:
-    """shouldEnforceResourceVersion: all but terminal pods and pods being deleted, so a Pending
-    pod that starts meanwhile is not deleted unchecked."""
-    return (
-        pod.status.phase not in ("Succeeded", "Failed") and pod.metadata.deletion_timestamp is None
-    )
-
-
 def _unhealthy_pod_may_go(pdb: PodDisruptionBudget) -> bool:
     """unhealthyPodEvictionPolicy for a pod that is not Ready: AlwaysAllow lets it go;
     IfHealthyBudget (or unset) only while the application is not disrupted."""
@@ -410,7 +392,7 @@ def _check_and_decrement(pdb: PodDisruptionBudget, pod_name: str, now: datetime)
     status = pdb.status
     name = pdb.metadata.name or ""
     if (status.observed_generation or 0) < (pdb.metadata.generation or 0):
-        return stale_budget_verdict(name)
+        return _stale_budget_verdict(name)
     if status.disruptions_allowed < 0:
         return _forbidden(name, "pdb disruptions allowed is negative")
     if len(status.disrupted_pods or {}) > MAX_DISRUPTED_POD_SIZE:
@@ -433,17 +415,8 @@ def _check_and_decrement(pdb: PodDisruptionBudget, pod_name: str, now: datetime)
     return _allowed(budget=pdb.model_copy(deep=True, update={"status": decremented}))
 
 
-def _allowed(
-    budget: PodDisruptionBudget | None = None, pin_resource_version: bool = False
-) -> EvictionVerdict:
-    return EvictionVerdict(
-        allowed=True,
-        code=201,
-        reason="",
-        message="",
-        budget=budget,
-        pin_resource_version=pin_resource_version,
-    )
+def _allowed(budget: PodDisruptionBudget | None = None) -> EvictionVerdict:
+    return EvictionVerdict(allowed=True, code=201, reason="", message="", budget=budget)
 
 
 def _too_many_requests(cause: str, retry_after_seconds: int) -> EvictionVerdict:

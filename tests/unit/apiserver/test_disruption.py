@@ -20,7 +20,6 @@ from services.apiserver.disruption import (
     DELETION_TIMEOUT,
     budget_status,
     evict_check,
-    recheck_time,
 )
 from tests import factories
 
@@ -253,13 +252,11 @@ def test_disrupted_pods_keep_evicted_pods_out_until_deleted_or_expired() -> None
     status = budget_status(_pdb(min_available=1, status=previous), pods, NOW, _scales())
     assert status.disrupted_pods == {"web-0": recent, "web-3": NOW - DELETION_TIMEOUT}
     assert _counts(status) == (2, 1, 4, 1)
-    assert recheck_time(status) == NOW
     later = budget_status(
         _pdb(min_available=1, status=status), pods, NOW + DELETION_TIMEOUT, _scales()
     )
     assert later.disrupted_pods is None
     assert _counts(later) == (3, 1, 4, 2)
-    assert recheck_time(later) is None
 
 
 def test_condition_keeps_its_transition_time_while_its_status_holds() -> None:
@@ -365,31 +362,30 @@ def test_a_negative_budget_is_forbidden() -> None:
 
 
 @pytest.mark.parametrize(
-    ("pod", "pinned"),
+    "pod",
     [
-        (_pod("web-0", phase="Succeeded", ready=False), False),
-        (_pod("web-0", phase="Failed", ready=False), False),
-        (_pod("web-0", phase="Pending", ready=False), True),
-        (_pod("web-0", deleted=True), False),
+        _pod("web-0", phase="Succeeded", ready=False),
+        _pod("web-0", phase="Failed", ready=False),
+        _pod("web-0", phase="Pending", ready=False),
+        _pod("web-0", deleted=True),
     ],
 )
-def test_pods_that_disrupt_nothing_more_ignore_the_budget(pod: Pod, pinned: bool) -> None:
+def test_pods_that_disrupt_nothing_more_ignore_the_budget(pod: Pod) -> None:
     pdb = _pdb(min_available=3, status=_healthy_status(allowed=0))
     verdict = evict_check(pod, [pdb], NOW)
     assert (verdict.allowed, verdict.code, verdict.budget) == (True, 201, None)
-    assert verdict.pin_resource_version is pinned
 
 
 def test_a_pod_no_budget_selects_may_go() -> None:
     pdb = _pdb(min_available=3, status=_healthy_status(allowed=0))
     verdict = evict_check(_pod("db-0", labels={"app": "db"}), [pdb], NOW)
-    assert (verdict.allowed, verdict.budget, verdict.pin_resource_version) == (True, None, False)
+    assert (verdict.allowed, verdict.budget) == (True, None)
 
 
 def test_always_allow_lets_an_unready_pod_go_without_using_the_budget() -> None:
     pdb = _pdb(min_available=3, policy="AlwaysAllow", status=_healthy_status(0, 2, 3))
     verdict = evict_check(_pod("web-0", ready=False), [pdb], NOW)
-    assert (verdict.allowed, verdict.budget, verdict.pin_resource_version) == (True, None, True)
+    assert (verdict.allowed, verdict.budget) == (True, None)
     # A Ready pod is still held to the budget.
     assert evict_check(_pod("web-1"), [pdb], NOW).code == 429
 
@@ -397,7 +393,7 @@ def test_always_allow_lets_an_unready_pod_go_without_using_the_budget() -> None:
 def test_if_healthy_budget_lets_an_unready_pod_go_only_while_the_budget_is_met() -> None:
     met = _pdb(min_available=2, policy="IfHealthyBudget", status=_healthy_status(0, 2, 2))
     verdict = evict_check(_pod("web-0", ready=False), [met], NOW)
-    assert (verdict.allowed, verdict.budget, verdict.pin_resource_version) == (True, None, True)
+    assert (verdict.allowed, verdict.budget) == (True, None)
 
     disrupted = _pdb(min_available=3, status=_healthy_status(0, 2, 3))  # unset: IfHealthyBudget
     verdict = evict_check(_pod("web-0", ready=False), [disrupted], NOW)
