@@ -37,6 +37,12 @@ from inplace.core.settings import Settings
 
 log = logging.getLogger(__name__)
 
+# How long an idle keep-alive connection stays open. Longer than clients keep theirs (Go's
+# http.Transport, client-go's and so kubectl's, closes idle ones after 90 s): a client must
+# never reuse a connection the server is closing at that instant, or a POST fails with EOF
+# (uvicorn's default, 5 s, met `kubectl drain`'s retry every 5 s exactly).
+KEEP_ALIVE_S = 120
+
 Loop = Callable[[], Coroutine[Any, Any, None]]
 
 
@@ -146,7 +152,13 @@ class RoleServer:
         listener = self._listen()
         tls = self.tls.uvicorn_options() if self.tls else {}
         config = uvicorn.Config(
-            self.app, host=self.host, port=self.port, log_level="warning", lifespan="off", **tls
+            self.app,
+            host=self.host,
+            port=self.port,
+            log_level="warning",
+            lifespan="off",
+            timeout_keep_alive=KEEP_ALIVE_S,
+            **tls,
         )
         server = uvicorn.Server(config)
         server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
