@@ -42,7 +42,7 @@ from services.apiserver.http import (
     server_side_apply_request,
 )
 from services.apiserver.namespaces import admit_content, refuse_deletion, terminate
-from services.apiserver.pdbvalidation import validate_pdb
+from services.apiserver.pdbvalidation import validate_pdb, validate_pdb_update
 from services.apiserver.writer import Writer
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -68,8 +68,10 @@ class Kind:
     # Fields an update keeps from the stored object besides identity and status.
     kept: tuple[str, ...] = ()
     api_version: str = "v1"  # group/version, or "v1" for the core group
-    # kube-apiserver's validation of a created or updated object (beyond its schema).
+    # kube-apiserver's validation (beyond the schema) of a created object, and of an updated
+    # one given the stored one.
     validate: Callable[[Any], list[FieldError]] | None = None
+    validate_update: Callable[[Any, Any], list[FieldError]] | None = None
 
     @property
     def group_version(self) -> tuple[str, str]:
@@ -152,6 +154,7 @@ KINDS: dict[str, Kind] = {
         deletable=True,
         api_version=f"{POLICY_GROUP}/{POLICY_VERSION}",
         validate=validate_pdb,
+        validate_update=validate_pdb_update,
     ),
 }
 
@@ -222,7 +225,8 @@ class ObjectHandlers:
             meta.name = meta.generate_name + uuid.uuid4().hex[:5]
         name = meta.name or ""
         _validate_name(kind, name)
-        _validate(kind, name, obj)
+        if kind.validate is not None:
+            _refuse_invalid(kind, name, kind.validate(obj))
         if kind.namespaced:
             admit_content(self.model, self.writer, namespace or "", kind.kind, name)
         refusal = node_create_refusal(current_user(), kind.collection, name)
@@ -295,7 +299,8 @@ class ObjectHandlers:
                 raise errors.stale(kind.kind, name)
             old = kind.model.model_validate(current)
             _keep_system_fields(old, obj, kind.kept)
-            _validate(kind, name, obj)
+            if kind.validate_update is not None:
+                _refuse_invalid(kind, name, kind.validate_update(obj, old))
             if isinstance(obj, Node):
                 refusal = node_update_refusal(current_user(), old, obj)
                 if refusal:
@@ -332,8 +337,7 @@ def _keep_system_fields(old: Any, new: Any, kept: tuple[str, ...]) -> None:
             setattr(new, field, getattr(old, field))
 
 
-def _validate(kind: Kind, name: str, obj: Any) -> None:
-    problems = kind.validate(obj) if kind.validate is not None else []
+def _refuse_invalid(kind: Kind, name: str, problems: list[FieldError]) -> None:
     if problems:
         raise errors.ApiError(
             invalid_status(kind.kind, name, problems, group=kind.group_version[0])

@@ -132,6 +132,15 @@ async def test_budget_api_answers_as_kube_apiserver(apiserver: RoleProcess) -> N
         assert missing.json()["message"] == 'poddisruptionbudgets.policy "nope" not found'
         good = {**both, "metadata": {"name": "good"}, "spec": {"maxUnavailable": "50%"}}
         assert (await client.post(url, json=good)).status_code == 201
+        both_now = await client.patch(
+            f"{url}/good",
+            json={"spec": {"minAvailable": 1}},
+            headers={"content-type": "application/merge-patch+json"},
+        )
+        assert both_now.status_code == 422  # an update is validated too
+        assert both_now.json()["message"].endswith(
+            "minAvailable and maxUnavailable cannot be both set"
+        )
         again = await client.post(url, json=good)
         assert again.status_code == 409
         assert again.json()["message"] == 'poddisruptionbudgets.policy "good" already exists'
