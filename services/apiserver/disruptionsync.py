@@ -60,18 +60,44 @@ def synced(model: ReadModel, budget: PodDisruptionBudget, now: datetime) -> Even
     )
 
 
+def inputs_of(model: ReadModel, namespace: str) -> tuple[int, int, int]:
+    """What a sync of the namespace's budgets reads, in three numbers that change whenever it
+    does: how many pods, and the sums of its pods' and CloneSets' resourceVersions (each
+    object's grows with every change). Read without decoding anything."""
+    pods = model.pods
+    versions = [pods.resource_version(key) or 0 for key in pods if key[0] == namespace]
+    workloads = sum(
+        int(workload.metadata.resource_version or 0)
+        for (ns, _), workload in model.objects("clonesets").items()
+        if ns == namespace
+    )
+    return len(versions), sum(versions), workloads
+
+
 async def sync_forever(model: ReadModel, writer: Writer, every: float) -> None:
     """Every `every` seconds, each budget synced under its namespace's eviction lock; a failed
-    pass is logged and the next one tries again."""
+    pass is logged and the next one tries again. A budget whose inputs did not change since
+    its last sync is not synced again (a namespace of 50,000 pods would be decoded every
+    pass), unless it lists disrupted pods, whose entries expire with time."""
     set_current_user(controller(COMPONENT))  # this task writes as kube's disruption controller
+    synced_on: dict[tuple[str, str], tuple[str | None, tuple[int, int, int]]] = {}
     while True:
         await asyncio.sleep(every)
         try:
-            for key in list(model.objects("poddisruptionbudgets")):
+            keys = list(model.objects("poddisruptionbudgets"))
+            inputs = {ns: inputs_of(model, ns) for ns in {ns for ns, _ in keys}}
+            for key in keys:
                 async with writer.lock(budget_lock(key[0])):
                     budget = model.get("poddisruptionbudgets", key)
-                    write = synced(model, budget, datetime.now(UTC)) if budget else None
-                    if write is not None:
+                    if budget is None:
+                        continue
+                    seen = (budget.metadata.resource_version, inputs[key[0]])
+                    if synced_on.get(key) == seen and not budget.status.disrupted_pods:
+                        continue
+                    if (write := synced(model, budget, datetime.now(UTC))) is not None:
                         await writer.commit(write)
+                    synced_on[key] = seen
+            for gone in synced_on.keys() - set(keys):
+                del synced_on[gone]
         except Exception as exc:  # the log unreachable, a timeout: the next pass retries
             log.warning("disruption controller pass failed: %s", exc)
