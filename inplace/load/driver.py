@@ -18,10 +18,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import httpx
-
 from inplace.core.bus.producer import EventProducer
-from inplace.load.http import HttpClient
+from inplace.load.http import HttpClient, Response, TransportError
 from inplace.load.plan import CONTAINER, LoadPlan, ResizePlan
 from schemas import events as ev
 from schemas.envelope import Envelope
@@ -132,7 +130,7 @@ async def request(
     patience: float = 60.0,
     landed: Callable[[], bool] | None = None,
     **kwargs: Any,
-) -> httpx.Response:
+) -> Response:
     """One API call, retried with back-off on connection errors and 5xx (a role restarting)
     for up to `patience` seconds; any other answer is returned as is. `landed`: whether the
     write is already on the log, asked before each retry (Landed when it is)."""
@@ -148,10 +146,10 @@ async def request(
             if response.status_code not in TRANSIENT:
                 return response
             problem: str = f"HTTP {response.status_code}"
-        except httpx.TransportError as exc:
+        except TransportError as exc:
             problem = f"{type(exc).__name__}: {exc}"
         if time.monotonic() + delay > deadline:
-            raise httpx.TransportError(f"{method} {url}: {problem} (gave up after {patience:.0f}s)")
+            raise TransportError(f"{method} {url}: {problem} (gave up after {patience:.0f}s)")
         if stats is not None:
             stats.retries += 1
             stats.retry_kinds[problem[:120]] += 1
@@ -159,7 +157,7 @@ async def request(
         delay = min(2.0, delay * 2)
 
 
-def _message(response: httpx.Response) -> str:
+def _message(response: Response) -> str:
     try:
         body = response.json()
         text = body.get("message") if isinstance(body, dict) else None
@@ -312,7 +310,7 @@ class Driver:
             except Landed:  # the apiserver wrote it, then died before it answered
                 self.stats.sent += 1
                 self.stats.confirmed.add(cid)
-            except httpx.TransportError as exc:
+            except TransportError as exc:
                 self.stats.error(str(exc).split(": ", 1)[-1])
                 self.chains.abandon(cid)
             else:

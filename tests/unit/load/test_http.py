@@ -1,69 +1,86 @@
-"""The load driver's HTTP client: many small pools instead of one large one; retries that
-would repeat a write already on the log are not sent."""
+"""The load driver's HTTP client (aiohttp, against a real local server) and its retries:
+a retry that would repeat a write already on the log is not sent."""
 
 from __future__ import annotations
 
-import httpx
+from collections.abc import AsyncIterator
+from typing import Any
+
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 from inplace.load.driver import Landed, request
-from inplace.load.http import PooledClient
+from inplace.load.http import PooledClient, Response, TransportError
 
 
-@pytest.mark.parametrize(
-    ("concurrency", "pools", "size"),
-    [(1, 1, 1), (4, 1, 4), (6, 2, 3), (64, 16, 4), (65, 17, 4)],
-)
-def test_connections_are_split_into_small_pools(concurrency: int, pools: int, size: int) -> None:
-    client = PooledClient("http://127.0.0.1:1", concurrency=concurrency)
-    assert (len(client.clients), client.pool_size) == (pools, size)
-    assert len(client.clients) * client.pool_size >= concurrency
+@pytest.fixture
+async def server() -> AsyncIterator[tuple[TestServer, list[dict[str, Any]]]]:
+    """Echoes what it got; the first request to /flaky loses its connection."""
+    seen: list[dict[str, Any]] = []
+
+    async def echo(request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        seen.append(
+            {"method": request.method, "path": request.path, "body": body,
+             "type": request.headers.get("content-type"), "cid": request.headers.get("x-cid")}
+        )  # fmt: skip
+        if request.path == "/flaky" and len(seen) == 1:
+            assert request.transport is not None
+            request.transport.close()  # the answer is lost
+            return web.Response()
+        return web.json_response({"path": request.path}, status=201)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", echo)
+    async with TestServer(app) as running:
+        yield running, seen
 
 
-async def test_requests_go_round_robin_and_keep_the_base_url() -> None:
-    seen: list[tuple[str, str]] = []
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        seen.append((request.headers["x-client"], str(request.url)))
-        return httpx.Response(200)
-
-    async with PooledClient(
-        "http://api.test", concurrency=8, transport=httpx.MockTransport(answer)
-    ) as client:
-        for n, pool in enumerate(client.clients):
-            pool.headers["x-client"] = str(n)
-        for _ in range(4):
-            assert (await client.request("GET", "/api/v1/pods")).status_code == 200
-    assert seen == [(str(n % 2), "http://api.test/api/v1/pods") for n in range(4)]
+async def test_requests_carry_the_base_url_json_and_headers(
+    server: tuple[TestServer, list[dict[str, Any]]],
+) -> None:
+    running, seen = server
+    async with PooledClient(str(running.make_url("")), concurrency=4) as client:
+        answer = await client.request(
+            "PATCH", "/api/v1/pods/p/resize", json={"a": 1}, headers={"x-cid": "c1"}
+        )
+    assert (answer.status_code, answer.json()) == (201, {"path": "/api/v1/pods/p/resize"})
+    assert seen == [{"method": "PATCH", "path": "/api/v1/pods/p/resize", "body": b'{"a": 1}',
+                     "type": "application/json", "cid": "c1"}]  # fmt: skip
 
 
-async def _retried(on_log: bool) -> tuple[list[str], httpx.Response | Landed]:
+async def test_no_server_is_a_transport_error() -> None:
+    async with PooledClient("http://127.0.0.1:1", concurrency=1, timeout=5) as client:
+        with pytest.raises(TransportError):
+            await client.request("GET", "/version")
+
+
+async def _retried(
+    server: tuple[TestServer, list[dict[str, Any]]], on_log: bool
+) -> tuple[list[str], Response | Landed]:
     """A PATCH whose first answer is lost (the apiserver died after writing it)."""
-    sent: list[str] = []
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        sent.append(request.method)
-        if len(sent) == 1:
-            raise httpx.ConnectError("connection reset", request=request)
-        return httpx.Response(200)
-
-    async with PooledClient(
-        "http://api.test", concurrency=1, transport=httpx.MockTransport(answer)
-    ) as client:
+    running, seen = server
+    async with PooledClient(str(running.make_url("")), concurrency=1) as client:
         try:
-            return sent, await request(
-                client, "PATCH", "/api/v1/pods/p/resize", landed=lambda: on_log
+            outcome: Response | Landed = await request(
+                client, "PATCH", "/flaky", landed=lambda: on_log
             )
         except Landed as landed:
-            return sent, landed
+            outcome = landed
+    return [s["method"] for s in seen], outcome
 
 
-async def test_a_write_already_on_the_log_is_not_sent_again() -> None:
-    sent, outcome = await _retried(on_log=True)
+async def test_a_write_already_on_the_log_is_not_sent_again(
+    server: tuple[TestServer, list[dict[str, Any]]],
+) -> None:
+    sent, outcome = await _retried(server, on_log=True)
     assert sent == ["PATCH"] and isinstance(outcome, Landed)
 
 
-async def test_a_write_not_on_the_log_is_retried() -> None:
-    sent, outcome = await _retried(on_log=False)
+async def test_a_write_not_on_the_log_is_retried(
+    server: tuple[TestServer, list[dict[str, Any]]],
+) -> None:
+    sent, outcome = await _retried(server, on_log=False)
     assert sent == ["PATCH", "PATCH"]
-    assert isinstance(outcome, httpx.Response) and outcome.status_code == 200
+    assert isinstance(outcome, Response) and outcome.status_code == 201
