@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from schemas.k8s import ConditionStatus, Pod
 from schemas.podview import PodHealthLike
@@ -40,8 +40,10 @@ __all__ = [
     "DELETION_TIMEOUT",
     "MAX_DISRUPTED_POD_SIZE",
     "EvictionVerdict",
+    "Notice",
     "budget_status",
     "evict_check",
+    "sync_notices",
 ]
 
 # How long an eviction's entry in status.disruptedPods keeps the pod out of currentHealthy
@@ -95,6 +97,37 @@ def budget_status(
     disrupted = _disrupted_pod_map(selected, pdb.status.disrupted_pods or {}, now)
     current_healthy = _count_healthy_pods(selected, disrupted, now)
     return _updated_status(pdb, current_healthy, desired_healthy, expected_count, disrupted, now)
+
+
+@dataclass(frozen=True)
+class Notice:
+    """An Event one sync records on the budget."""
+
+    type: Literal["Normal", "Warning"]
+    reason: str
+    message: str
+
+
+def sync_notices(
+    pdb: PodDisruptionBudget, pods: Iterable[PodHealthLike], scale_of: ScaleOf
+) -> list[Notice]:
+    """What trySync tells on the budget besides its status: NoPods when the selector picks
+    no pod, CalculateExpectedPodCountFailed when the expected count cannot be computed."""
+    selected = [pod for pod in pods if selects(pdb.spec.selector, pod.metadata.labels)]
+    notices = []
+    if not selected:
+        notices.append(Notice("Normal", "NoPods", "No matching pods found"))
+    try:
+        _expected_pod_count(pdb.spec, selected, scale_of)
+    except _SyncFailed as failure:
+        notices.append(
+            Notice(
+                "Warning",
+                "CalculateExpectedPodCountFailed",
+                f"Failed to calculate the number of expected pods: {failure}",
+            )
+        )
+    return notices
 
 
 def _expected_pod_count(

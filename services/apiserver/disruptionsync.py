@@ -17,16 +17,18 @@ from datetime import UTC, datetime
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.envelope import EventPayload
+from schemas.kubeevents import event_about, occurrence_name, reference
 from schemas.podview import PodHealth, PodHealthLike
 from schemas.policy import PodDisruptionBudget
 from services.apiserver.auth.identity import controller, set_current_user
-from services.apiserver.disruption import budget_status
+from services.apiserver.disruption import budget_status, sync_notices
 from services.apiserver.eviction import budget_lock
 from services.apiserver.writer import Writer
 
 log = logging.getLogger(__name__)
 
 COMPONENT = "disruption-controller"
+RECORDER = "controllermanager"  # the Event source kube's disruption controller records with
 
 
 def pods_in(model: ReadModel, namespace: str) -> list[PodHealthLike]:
@@ -44,20 +46,38 @@ def scale_of(model: ReadModel, namespace: str, kind: str, name: str) -> int | No
     return workload.spec.replicas if workload is not None else None
 
 
-def synced(model: ReadModel, budget: PodDisruptionBudget, now: datetime) -> EventPayload | None:
-    """The status write one sync of `budget` makes, or None when its status is current."""
+def synced(model: ReadModel, budget: PodDisruptionBudget, now: datetime) -> list[EventPayload]:
+    """The writes one sync of `budget` makes: its status when that changed, and the Events
+    it tells on the budget (as kube-controller-manager's recorder, "controllermanager")."""
     namespace = budget.metadata.namespace or ""
-    status = budget_status(
-        budget,
-        pods_in(model, namespace),
-        now,
-        lambda kind, name: scale_of(model, namespace, kind, name),
-    )
-    if status == budget.status:
-        return None
-    return ev.PodDisruptionBudgetStatusChanged(
-        namespace=namespace, name=budget.metadata.name or "", status=status
-    )
+    pods = pods_in(model, namespace)
+
+    def scale(kind: str, name: str) -> int | None:
+        return scale_of(model, namespace, kind, name)
+
+    status = budget_status(budget, pods, now, scale)
+    written: list[EventPayload] = []
+    if status != budget.status:
+        written.append(
+            ev.PodDisruptionBudgetStatusChanged(
+                namespace=namespace, name=budget.metadata.name or "", status=status
+            )
+        )
+    for notice in sync_notices(budget, pods, scale):
+        event = event_about(
+            reference("PodDisruptionBudget", budget.metadata, api_version="policy/v1"),
+            name=occurrence_name(budget.metadata.name or "", now),
+            namespace=namespace,
+            reason=notice.reason,
+            message=notice.message,
+            type_=notice.type,
+            now=now,
+            component=RECORDER,
+            instance=RECORDER,
+            counted=True,
+        )
+        written.append(ev.KubeEventRecorded(event=event))
+    return written
 
 
 def inputs_of(model: ReadModel, namespace: str) -> tuple[int, int, int]:
@@ -94,8 +114,12 @@ async def sync_forever(model: ReadModel, writer: Writer, every: float) -> None:
                     seen = (budget.metadata.resource_version, inputs[key[0]])
                     if synced_on.get(key) == seen and not budget.status.disrupted_pods:
                         continue
-                    if (write := synced(model, budget, datetime.now(UTC))) is not None:
-                        await writer.commit(write)
+                    if written := synced(model, budget, datetime.now(UTC)):
+                        await writer.commit_all(written)
+                        # Its own status write is no reason to sync it again.
+                        after = model.get("poddisruptionbudgets", key)
+                        rv = after.metadata.resource_version if after is not None else None
+                        seen = (rv, seen[1])
                     synced_on[key] = seen
             for gone in synced_on.keys() - set(keys):
                 del synced_on[gone]

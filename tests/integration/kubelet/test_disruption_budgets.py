@@ -148,6 +148,13 @@ async def test_budget_api_answers_as_kube_apiserver(apiserver: RoleProcess) -> N
         assert (listed["kind"], listed["apiVersion"]) == ("PodDisruptionBudgetList", "policy/v1")
         assert [item["metadata"]["name"] for item in listed["items"]] == ["good"]
         assert listed["items"][0]["metadata"]["generation"] == 1
+
+    # The controller tells on the budget that its selector picks nothing (no pods here).
+    async def described() -> str:
+        return (await kubectl(apiserver, "describe", "pdb", "good")).stdout
+
+    told = await until(described, lambda out: "NoPods" in out, "NoPods told")
+    assert "No matching pods found" in told.split("Events:")[-1]
     resources = await kubectl(apiserver, "api-resources", "--api-group=policy")
     assert "poddisruptionbudgets   pdb          policy/v1" in resources.stdout
     explained = await kubectl(apiserver, "explain", "pdb.spec.maxUnavailable")

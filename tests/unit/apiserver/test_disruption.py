@@ -20,6 +20,7 @@ from services.apiserver.disruption import (
     DELETION_TIMEOUT,
     budget_status,
     evict_check,
+    sync_notices,
 )
 from tests import factories
 
@@ -401,3 +402,20 @@ def test_if_healthy_budget_lets_an_unready_pod_go_only_while_the_budget_is_met()
     assert verdict.causes == [
         ("DisruptionBudget", "The disruption budget web needs 3 healthy pods and has 2 currently")
     ]
+
+
+def test_a_sync_tells_no_pods_and_a_failed_count_on_the_budget() -> None:
+    nothing = sync_notices(_pdb(min_available=1), [], _scales())
+    assert [(n.type, n.reason, n.message) for n in nothing] == [
+        ("Normal", "NoPods", "No matching pods found")
+    ]
+    unknown_owner = _pod("web-0", owner="gone")
+    failed = sync_notices(_pdb(max_unavailable=1), [unknown_owner], _scales())
+    assert [(n.type, n.reason, n.message) for n in failed] == [
+        (
+            "Warning",
+            "CalculateExpectedPodCountFailed",
+            'Failed to calculate the number of expected pods: found no controllers for pod "web-0"',
+        )
+    ]
+    assert sync_notices(_pdb(min_available=1), [_pod("web-0")], _scales()) == []
