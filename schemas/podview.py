@@ -43,6 +43,7 @@ __all__ = [
     "PodSpecView",
     "PodStatusView",
     "controller_kind",
+    "pod_ready",
 ]
 
 
@@ -167,6 +168,11 @@ class PodHealth(_View):
 PodLike = Pod | PodResources
 # What the disruption rules read: a whole pod, or its health fields.
 PodHealthLike = Pod | PodHealth
+
+
+def pod_ready(pod: PodHealthLike) -> bool:
+    """podutil.IsPodReady: the pod's Ready condition is True."""
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
 
 
 def controller_kind(pod: Pod) -> str:

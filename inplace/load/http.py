@@ -11,7 +11,6 @@ deque. Answers are read whole (they are small Status and Pod bodies) and returne
 from __future__ import annotations
 
 import json as jsonlib
-import ssl
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,9 +54,8 @@ class PooledClient:
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> PooledClient:
-        verify = self.credentials.ssl_context() if self.credentials else True
         # aiohttp's `ssl=`: a context, False (no verification), or True (the defaults).
-        tls: ssl.SSLContext | bool = verify
+        tls = self.credentials.ssl_context() if self.credentials else True
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=self.concurrency, ssl=tls),
             headers=self.credentials.headers() if self.credentials else None,

@@ -92,10 +92,10 @@ def build_app(
         Route(ns_pods + "/{name}/log", pods.log, methods=["GET"]),
         Route(ns_pods + "/{name}/resize", pods.resize, methods=["GET", "PUT", "PATCH"]),
         Route(ns_pods + "/{name}/eviction", pods.evict, methods=["POST"]),
-        Route("/api/v1/nodes/{name}/status", _status_of("nodes", objects), methods=["GET"]),
+        Route("/api/v1/nodes/{name}/status", _of("nodes", objects.get), methods=["GET"]),
         Route(
             "/api/v1/namespaces/{namespace}/resourcequotas/{name}/status",
-            _status_of("resourcequotas", objects),
+            _of("resourcequotas", objects.get),
             methods=["GET"],
         ),
         Route(
@@ -194,10 +194,6 @@ def _of(resource: str, handler: Handler) -> Handler:
         return await handler(request)
 
     return handle
-
-
-def _status_of(resource: str, objects: ObjectHandlers) -> Handler:
-    return _of(resource, objects.get)
 
 
 def _respond(error: errors.ApiError) -> Response:

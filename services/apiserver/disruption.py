@@ -3,7 +3,7 @@
 Pure functions over plain objects (no I/O, no clock): the caller lists pods and budgets, reads
 the controllers' scales, passes `now`, and writes what comes back.
 
-- `budget_status` is one sync of kube-controller-manager's disruption controller
+- `budget_sync` is one sync of kube-controller-manager's disruption controller
   (pkg/controller/disruption/disruption.go: `trySync`, `getExpectedPodCount`,
   `getExpectedScale`, `buildDisruptedPodMap`, `countHealthyPods`, `updatePdbStatus`, and
   `failSafe` when a sync fails), with the DisruptionAllowed condition kept as
@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from schemas.k8s import ConditionStatus, Pod
-from schemas.podview import PodHealthLike
+from schemas.podview import PodHealthLike, pod_ready
 from schemas.policy import (
     Condition,
     PodDisruptionBudget,
@@ -39,11 +39,11 @@ from schemas.policy import (
 __all__ = [
     "DELETION_TIMEOUT",
     "MAX_DISRUPTED_POD_SIZE",
+    "BudgetSync",
     "EvictionVerdict",
     "Notice",
-    "budget_status",
+    "budget_sync",
     "evict_check",
-    "sync_notices",
 ]
 
 # How long an eviction's entry in status.disruptedPods keeps the pod out of currentHealthy
@@ -78,27 +78,6 @@ class _SyncFailed(Exception):
 ScaleOf = Callable[[str, str], int | None]
 
 
-def budget_status(
-    pdb: PodDisruptionBudget,
-    pods: Iterable[PodHealthLike],
-    now: datetime,
-    scale_of: ScaleOf,
-) -> PodDisruptionBudgetStatus:
-    """The status the disruption controller writes for `pdb` (trySync, or failSafe when the
-    sync fails). `pods` are the pods of the budget's namespace; `scale_of(kind, name)` is the
-    desired replicas of a controller in it, None when no such controller is known. Kubernetes
-    resolves a ReplicaSet owned by a Deployment to the Deployment's replicas; `scale_of` should
-    too. `pdb` is not changed."""
-    selected = [pod for pod in pods if selects(pdb.spec.selector, pod.metadata.labels)]
-    try:
-        expected_count, desired_healthy = _expected_pod_count(pdb.spec, selected, scale_of)
-    except _SyncFailed as failure:
-        return _fail_safe(pdb.status, str(failure), now)
-    disrupted = _disrupted_pod_map(selected, pdb.status.disrupted_pods or {}, now)
-    current_healthy = _count_healthy_pods(selected, disrupted, now)
-    return _updated_status(pdb, current_healthy, desired_healthy, expected_count, disrupted, now)
-
-
 @dataclass(frozen=True)
 class Notice:
     """An Event one sync records on the budget."""
@@ -108,17 +87,27 @@ class Notice:
     message: str
 
 
-def sync_notices(
-    pdb: PodDisruptionBudget, pods: Iterable[PodHealthLike], scale_of: ScaleOf
-) -> list[Notice]:
-    """What trySync tells on the budget besides its status: NoPods when the selector picks
-    no pod, CalculateExpectedPodCountFailed when the expected count cannot be computed."""
+@dataclass(frozen=True)
+class BudgetSync:
+    status: PodDisruptionBudgetStatus
+    notices: list[Notice]
+
+
+def budget_sync(
+    pdb: PodDisruptionBudget,
+    pods: Iterable[PodHealthLike],
+    now: datetime,
+    scale_of: ScaleOf,
+) -> BudgetSync:
+    """One sync of the disruption controller for `pdb` (trySync, or failSafe when the sync
+    fails): the status it writes and what it tells on the budget. `pods` are the pods of the
+    budget's namespace; `scale_of(kind, name)` is the desired replicas of a controller in it,
+    None when no such controller is known. Kubernetes resolves a ReplicaSet owned by a
+    Deployment to the Deployment's replicas; `scale_of` should too. `pdb` is not changed."""
     selected = [pod for pod in pods if selects(pdb.spec.selector, pod.metadata.labels)]
-    notices = []
-    if not selected:
-        notices.append(Notice("Normal", "NoPods", "No matching pods found"))
+    notices = [] if selected else [Notice("Normal", "NoPods", "No matching pods found")]
     try:
-        _expected_pod_count(pdb.spec, selected, scale_of)
+        expected_count, desired_healthy = _expected_pod_count(pdb.spec, selected, scale_of)
     except _SyncFailed as failure:
         notices.append(
             Notice(
@@ -127,7 +116,11 @@ def sync_notices(
                 f"Failed to calculate the number of expected pods: {failure}",
             )
         )
-    return notices
+        return BudgetSync(_fail_safe(pdb.status, str(failure), now), notices)
+    disrupted = _disrupted_pod_map(selected, pdb.status.disrupted_pods or {}, now)
+    current_healthy = _count_healthy_pods(selected, disrupted, now)
+    status = _updated_status(pdb, current_healthy, desired_healthy, expected_count, disrupted, now)
+    return BudgetSync(status, notices)
 
 
 def _expected_pod_count(
@@ -225,14 +218,9 @@ def _count_healthy_pods(
         evicted_at = disrupted.get(pod.metadata.name or "")
         if evicted_at is not None and evicted_at + DELETION_TIMEOUT > now:
             continue
-        if _is_ready(pod):
+        if pod_ready(pod):
             healthy += 1
     return healthy
-
-
-def _is_ready(pod: PodHealthLike) -> bool:
-    """podutil.IsPodReady: the Ready condition is True."""
-    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
 
 
 def _updated_status(
@@ -386,7 +374,7 @@ def evict_check(pod: Pod, budgets: Iterable[PodDisruptionBudget], now: datetime)
     if not matching:
         return _allowed()
     pdb = matching[0]
-    if not _is_ready(pod) and _unhealthy_pod_may_go(pdb):
+    if not pod_ready(pod) and _unhealthy_pod_may_go(pdb):
         # Not Ready: it does not count towards currentHealthy, so no disruption is used.
         return _allowed()
     return _check_and_decrement(pdb, pod.metadata.name or "", now)

@@ -1,6 +1,6 @@
 """The disruption controller's loop: each PodDisruptionBudget's status kept current (what
 kube-controller-manager's disruption controller does), in the apiserver beside its other
-controllers. The decision is `disruption.budget_status`; this reads pods and CloneSets from the
+controllers. The decision is `disruption.budget_sync`; this reads pods and CloneSets from the
 read model and writes a PodDisruptionBudgetStatusChanged when the status differs.
 
 A pass runs every `every` seconds (kube's controller reacts to each pod change; a budget here
@@ -21,7 +21,7 @@ from schemas.kubeevents import event_about, occurrence_name, reference
 from schemas.podview import PodHealth, PodHealthLike
 from schemas.policy import PodDisruptionBudget
 from services.apiserver.auth.identity import controller, set_current_user
-from services.apiserver.disruption import budget_status, sync_notices
+from services.apiserver.disruption import budget_sync
 from services.apiserver.eviction import budget_lock
 from services.apiserver.writer import Writer
 
@@ -50,20 +50,19 @@ def synced(model: ReadModel, budget: PodDisruptionBudget, now: datetime) -> list
     """The writes one sync of `budget` makes: its status when that changed, and the Events
     it tells on the budget (as kube-controller-manager's recorder, "controllermanager")."""
     namespace = budget.metadata.namespace or ""
-    pods = pods_in(model, namespace)
 
     def scale(kind: str, name: str) -> int | None:
         return scale_of(model, namespace, kind, name)
 
-    status = budget_status(budget, pods, now, scale)
+    sync = budget_sync(budget, pods_in(model, namespace), now, scale)
     written: list[EventPayload] = []
-    if status != budget.status:
+    if sync.status != budget.status:
         written.append(
             ev.PodDisruptionBudgetStatusChanged(
-                namespace=namespace, name=budget.metadata.name or "", status=status
+                namespace=namespace, name=budget.metadata.name or "", status=sync.status
             )
         )
-    for notice in sync_notices(budget, pods, scale):
+    for notice in sync.notices:
         event = event_about(
             reference("PodDisruptionBudget", budget.metadata, api_version="policy/v1"),
             name=occurrence_name(budget.metadata.name or "", now),

@@ -37,8 +37,8 @@ def _status(
             causes=causes,
             retry_after_seconds=retry_after,
         )
-    return ApiError(
-        Status(status="Failure", message=message, reason=reason, details=details, code=code)
+    return ApiError(  # kube omits an empty reason
+        Status(status="Failure", message=message, reason=reason or None, details=details, code=code)
     )
 
 
@@ -181,15 +181,13 @@ def refused(
     retry_after: int | None = None,
 ) -> ApiError:
     """A refusal with (type, message) causes, e.g. an eviction a disruption budget stops."""
-    status = _status(
+    return _status(
         code,
         reason,
         message,
         causes=[StatusCause(reason=kind, message=text) for kind, text in causes] or None,
         retry_after=retry_after or None,
-    ).status
-    status.reason = reason or None  # kube omits an empty reason
-    return ApiError(status)
+    )
 
 
 def request_timeout(message: str) -> ApiError:

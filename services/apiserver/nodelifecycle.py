@@ -30,6 +30,7 @@ from schemas import events as ev
 from schemas.envelope import EventPayload
 from schemas.k8s import Event, Node, NodeCondition, Pod, Taint
 from schemas.kubeevents import event_about, occurrence_name, reference
+from schemas.podview import pod_ready
 from schemas.taints import toleration_seconds
 from services.apiserver.auth.identity import controller, set_current_user
 from services.apiserver.deletions import deletion
@@ -128,7 +129,7 @@ def pods_not_ready(node: Node, pods: Iterable[Pod], now: datetime) -> list[Event
         return []
     written: list[EventPayload] = []
     for pod in pods:
-        if not any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []):
+        if not pod_ready(pod):
             continue
         meta = pod.metadata
         ids = {"namespace": meta.namespace or "", "name": meta.name or "", "uid": meta.uid or ""}

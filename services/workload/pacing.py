@@ -6,6 +6,7 @@ import math
 from collections.abc import Iterable
 
 from schemas.k8s import Pod
+from schemas.podview import pod_ready
 from schemas.workload import CloneSetUpdateStrategy
 
 
@@ -18,14 +19,10 @@ def max_concurrent(strategy: CloneSetUpdateStrategy, replicas: int) -> int:
     return max(1, value)
 
 
-def is_ready(pod: Pod) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
-
-
 def update_order(pods: Iterable[Pod]) -> list[Pod]:
     """Not-ready pods first (they serve nothing yet), then by name: deterministic, so a
     restarted controller picks the same pods."""
-    return sorted(pods, key=lambda p: (is_ready(p), p.metadata.name or ""))
+    return sorted(pods, key=lambda p: (pod_ready(p), p.metadata.name or ""))
 
 
 def wanted_at_target(replicas: int, partition: int) -> int:

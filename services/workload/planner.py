@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from schemas.k8s import ObjectMeta, OwnerReference, Pod
+from schemas.podview import pod_ready
 from schemas.workload import (
     API_VERSION,
     KIND,
@@ -189,7 +190,7 @@ class _Reconcile:
                 self.pods,
                 key=lambda p: (
                     lifecycle.revision(p) == self.target_rev,
-                    pacing.is_ready(p),
+                    pod_ready(p),
                     [-ord(ch) for ch in p.metadata.name or ""],
                 ),
             )[:-missing]
@@ -346,7 +347,7 @@ class _Reconcile:
         updated = [p for p in pods if lifecycle.revision(p) == self.update_rev]
         status.observed_generation = self.cs.metadata.generation
         status.replicas = len(pods)
-        status.ready_replicas = sum(1 for p in pods if pacing.is_ready(p))
+        status.ready_replicas = sum(1 for p in pods if pod_ready(p))
         status.updated_replicas = len(updated)
         status.updated_resized_replicas = sum(1 for p in updated if self._resized(p))
         status.update_revision = self.update_rev

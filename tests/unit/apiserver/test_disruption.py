@@ -18,9 +18,9 @@ from schemas.policy import (
 )
 from services.apiserver.disruption import (
     DELETION_TIMEOUT,
-    budget_status,
+    Notice,
+    budget_sync,
     evict_check,
-    sync_notices,
 )
 from tests import factories
 
@@ -29,6 +29,22 @@ NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 EARLIER = NOW - timedelta(hours=1)
 APP = {"app": "web"}
 WOULD_VIOLATE = "Cannot evict pod as it would violate the pod's disruption budget."
+
+
+def budget_status(
+    pdb: PodDisruptionBudget,
+    pods: list[Pod],
+    now: datetime,
+    scale_of: Callable[[str, str], int | None],
+) -> PodDisruptionBudgetStatus:
+    """The status one sync writes (what most tests here look at)."""
+    return budget_sync(pdb, pods, now, scale_of).status
+
+
+def sync_notices(
+    pdb: PodDisruptionBudget, pods: list[Pod], scale_of: Callable[[str, str], int | None]
+) -> list[Notice]:
+    return budget_sync(pdb, pods, NOW, scale_of).notices
 
 
 def _pod(
