@@ -576,6 +576,14 @@ class NodeAgent:
             pod = self._live(key)
             if pod is None:
                 return
+        elif pod.status.phase == "Pending":
+            # Admitted, its start cut short: the Allocated landed but was not read back in
+            # time, or the kubelet stopped before Running. Start it now, admitted as it was.
+            if not await self._run(key, pod):
+                return
+            pod = self._live(key)
+            if pod is None:
+                return
         if changes := changed_images(pod):
             if not await self._restart_with_images(key, pod, changes):
                 return
@@ -664,8 +672,22 @@ class NodeAgent:
             return False
         admitted = decision.pod.model_copy(deep=True)
         self.checkpoint = self.checkpoint.with_pod(admitted)
-        await self._write(allocated_event(pod, admitted, self.name), key)
-        if not await self._start(key, admitted):
+        try:
+            await self._write(allocated_event(pod, admitted, self.name), key)
+        except TimeoutError:
+            raise  # on the log, not read back yet: the retry starts the pod (`reconcile`)
+        except Exception:
+            # Not on the log: the retry admits it again.
+            self.checkpoint = self.checkpoint.without_pod(key)
+            raise
+        return await self._run(key, pod)
+
+    async def _run(self, key: str, pod: Pod) -> bool:
+        """Start an admitted pod at its allocation and report it Running."""
+        admitted = self.checkpoint.allocated(key)
+        if admitted is None:
+            return False
+        if key not in self.pods and not await self._start(key, admitted):
             return False
         await self._publish_actual(key, pod.metadata.generation)
         runtime = self.pods[key]

@@ -9,7 +9,7 @@ from typing import Any
 
 from schemas import events as ev
 from services.kubelet.runtime_fake import FakeRuntime
-from tests.unit.kubelet.test_nodeagent_retry import (
+from tests.unit.kubelet.agentworld import (
     NS,
     Cluster,
     agent_on_node,

@@ -16,11 +16,12 @@ from services.kubelet.admission import NodeAllocation
 from services.kubelet.nodeagent import NodeAgent
 from services.kubelet.runtime_fake import FakeRuntime
 from tests import factories
-from tests.unit.kubelet.test_nodeagent_retry import (
+from tests.unit.kubelet.agentworld import (
     NEVER,
     NODE,
     NS,
     Cluster,
+    Fault,
     agent_on_node,
     resize,
     start,
@@ -138,3 +139,32 @@ async def test_a_resize_asked_during_a_restore_is_decided_before_the_pods_are_ba
     assert len(runtime.journal("run_pod_sandbox")) == 30
     assert agent.restoring == 0
     assert len(agent.pods) == 30
+
+
+async def test_a_pod_admitted_but_not_yet_running_is_started_after_a_restart() -> None:
+    """The kubelet stopped between a pod's Allocated and its Running: the next agent on the
+    node starts it from the checkpoint, without admitting it again."""
+    async with agent_on_node() as (cluster, _):
+        # Stopped as it was about to write Running (a stop cancels the agent's task).
+        cluster.faults.append(Fault(ev.PodPhaseChanged, asyncio.CancelledError(), landed=False))
+        pod = factories.pod(NS, "web", cpu="500m")
+        pod.spec.node_name = NODE
+        cluster.apply(ev.PodCreated(namespace=NS, name="web", uid="uid-web", pod=pod))
+        await until(lambda: not cluster.faults, "the Running write failed")
+    cluster.agent = None
+    assert cluster.pod("web").status.phase == "Pending"
+    runtime = FakeRuntime()
+    agent = _newcomer_agent(cluster, runtime)
+    before = len(cluster.written)
+    agent.restart_with(list(cluster.pods))
+    cluster.agent = agent
+    cluster.state.claimed = lambda key: agent.readmitted
+    worker = asyncio.create_task(agent.run())
+    try:
+        await asyncio.wait_for(agent.restore_turn(), timeout=10)
+        await until(lambda: cluster.pod("web").status.phase == "Running", "web runs")
+    finally:
+        worker.cancel()
+        await asyncio.gather(worker, return_exceptions=True)
+    assert "Allocated" not in _written_about(cluster, "web", before)
+    assert len(await runtime.list_pod_sandboxes()) == 1

@@ -1,0 +1,50 @@
+"""A pod's admission cut short by the log, one node agent in memory (no Kafka): the Allocated
+landed but was not read back in time (a kubelet far behind the log, as when it takes over a
+thousand new nodes at once), or never reached the log. Either way the retry ends with the pod
+Running, admitted once, started once."""
+
+from __future__ import annotations
+
+from aiokafka.errors import KafkaConnectionError
+
+from schemas import events as ev
+from services.kubelet.runtime_fake import FakeRuntime
+from tests import factories
+from tests.unit.kubelet.agentworld import NODE, NS, Cluster, Fault, agent_on_node, until
+
+
+def _allocated(cluster: Cluster, name: str) -> int:
+    return sum(1 for p in cluster.written if isinstance(p, ev.Allocated) and p.name == name)
+
+
+def _create(cluster: Cluster, name: str) -> None:
+    pod = factories.pod(NS, name, cpu="500m")
+    pod.spec.node_name = NODE
+    cluster.apply(ev.PodCreated(namespace=NS, name=name, uid=pod.metadata.uid or "", pod=pod))
+
+
+async def test_an_allocation_on_the_log_but_not_read_back_is_started_by_the_retry() -> None:
+    runtime = FakeRuntime()
+    async with agent_on_node(runtime=runtime) as (cluster, agent):
+        cluster.faults.append(Fault(ev.Allocated, TimeoutError(), landed=True))
+        _create(cluster, "web")
+        await until(lambda: cluster.pod("web").status.phase == "Running", "web runs")
+        assert _allocated(cluster, "web") == 1
+        assert agent.checkpoint.allocated(f"{NS}/web") is not None
+        assert len(await runtime.list_pod_sandboxes()) == 1
+        assert [p.phase for p in cluster.written if isinstance(p, ev.PodPhaseChanged)] == [
+            "Running"
+        ]
+
+
+async def test_an_allocation_the_log_never_took_is_admitted_again() -> None:
+    runtime = FakeRuntime()
+    async with agent_on_node(runtime=runtime) as (cluster, agent):
+        cluster.faults.append(Fault(ev.Allocated, KafkaConnectionError(), landed=False))
+        _create(cluster, "web")
+        await until(lambda: cluster.pod("web").status.phase == "Running", "web runs")
+        assert _allocated(cluster, "web") == 1
+        assert len(await runtime.list_pod_sandboxes()) == 1
+        # Counted once in the node's checkpoint, not twice.
+        assert str(agent.checkpoint.requests_of(f"{NS}/web")["cpu"]) == "500m"
+        assert len(agent.checkpoint.pods) == 1
