@@ -97,6 +97,7 @@ class Kubelet:
         self.owned: set[str] = set()
         self._filtering = False
         self._adopting: set[str] = set()  # simulated nodes being taken over
+        self._to_adopt: list[str] = []  # registered, their take-over not begun yet
         self.names = node_names(self.config)
         self.agents: dict[str, NodeAgent] = {}
         # The latest user-side event per pod: what the kubelet's events are caused by.
@@ -424,23 +425,39 @@ class Kubelet:
         partitions: serve it too, once what was skipped of it is loaded."""
         log.info("adopting simulated node %s", name)
         self._adopting.add(name)
-        task = asyncio.create_task(self._take_over_new(name), name=f"adopt {name}")
-        self._workers[f"adopt {name}"] = task  # a failure ends the kubelet like a worker's
+        self._to_adopt.append(name)
+        if ADOPTER not in self._workers:  # a failure ends the kubelet like a worker's
+            self._workers[ADOPTER] = asyncio.create_task(self._adopt_queued(), name=ADOPTER)
 
-    async def _take_over_new(self, name: str) -> None:
+    async def _adopt_queued(self) -> None:
+        """Take over the nodes registered meanwhile together: a client registering 1,000
+        nodes at once cost 1,000 take-overs one after another (~55 s, each a projection
+        read and a pause of the read model), so the kubelet fell behind the log while the
+        first pods arrived."""
         try:
-            await self._take_over([name])
-            unsettled = await self._unsettled_pods([name])
-            if self.serving and name not in self.agents and self._mine(name):
-                agent = self._make_agent(name)
-                self._hand_over_pods([agent], unsettled)
-                self._start_worker(agent)
-                OWNED_NODE.labels(name).set(1)
-            elif name not in self.agents:
-                self.owned.discard(name)  # a rebalance took its partition meanwhile
+            while self._to_adopt:
+                names, self._to_adopt = self._to_adopt, []
+                await self._take_over_new(names)
         finally:
-            self._adopting.discard(name)
-            self._workers.pop(f"adopt {name}", None)
+            self._workers.pop(ADOPTER, None)
+
+    async def _take_over_new(self, names: list[str]) -> None:
+        try:
+            await self._take_over(names)
+            unsettled = await self._unsettled_pods(names)
+            new = [
+                self._make_agent(name)
+                for name in names
+                if self.serving and name not in self.agents and self._mine(name)
+            ]
+            self._hand_over_pods(new, unsettled)
+            for agent in new:
+                self._start_worker(agent)
+                OWNED_NODE.labels(agent.name).set(1)
+            # A rebalance took the partition of those not served meanwhile.
+            self.owned.difference_update(n for n in names if n not in self.agents)
+        finally:
+            self._adopting.difference_update(names)
 
     async def _wait_ready(self, follower: asyncio.Task[None]) -> None:
         waiter = asyncio.create_task(self.model.ready.wait())
@@ -508,6 +525,7 @@ def _unsettled(pod: Pod | PodProgress) -> bool:
 
 
 SIMULATED = "inplace.io/simulated"
+ADOPTER = "adopting new nodes"  # its task (no node has this name: it has spaces)
 
 
 def _is_simulated(node: Node) -> bool:
