@@ -58,3 +58,9 @@ PODS_RESTORING = Gauge(
     "Pods of a restart or node takeover, re-admitted from the checkpoint, not yet put back "
     "into the runtime (0 once every one is back)",
 )
+USAGE_ROUND_SECONDS = Histogram(
+    "inplace_kubelet_usage_round_seconds",
+    "One resource usage round: every served node's containers sampled and the records "
+    "written (the nodes' heartbeats; a round near the node monitor grace period is trouble)",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80),
+)

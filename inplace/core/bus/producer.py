@@ -43,7 +43,10 @@ class EventProducer:
         client_id: str = "inplace",
         linger_ms: int = 0,
         topic_prefix: str = "",
+        max_batch_size: int = 16_384,
     ) -> None:
+        """`max_batch_size`: aiokafka's default suits events; a bulk writer (telemetry)
+        raises it, as a full batch makes the next record wait for it to be sent."""
         self.topic_prefix = topic_prefix
         self._producer = AIOKafkaProducer(
             bootstrap_servers=bootstrap,
@@ -53,6 +56,7 @@ class EventProducer:
             acks="all",
             linger_ms=linger_ms,
             max_request_size=1_048_576,
+            max_batch_size=max_batch_size,
             partitioner=partitioner,
         )
 
