@@ -29,6 +29,11 @@ class ApiserverConfig(BaseSettings):
     max_mutating_requests_inflight: int = Field(default=200, ge=1)
     max_watches_per_client: int = Field(default=100, ge=1)
     request_body_timeout: float = Field(default=60.0, gt=0)
+    # The replicas' consumer group for the controllers (controllers.py): a replica's static
+    # member name (empty: host:port, unique per replica on a host) and how long a dead
+    # leader holds its partition before another replica takes the controllers over.
+    instance: str = Field(default="", description="group member name; empty: host:port")
+    group_session_timeout: float = Field(default=10.0, ge=6.0, le=300.0)
     # kube-apiserver's --event-ttl (1h): an Event is deleted this long after its last write.
     event_ttl_s: float = Field(default=3600.0, ge=0, description="0: Events never expire")
     event_sweep_s: float = Field(default=60.0, gt=0, description="how often expiry looks")

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from datetime import timedelta
 from pathlib import Path
 
 from starlette.routing import Mount
 
+from inplace.core.bus.leases import PartitionLeases
 from inplace.core.bus.producer import EventProducer
 from inplace.core.logwriter import LogWriter
 from inplace.core.readmodel import ReadModel
@@ -30,6 +32,7 @@ from services.apiserver.auth.gate import AuthGate
 from services.apiserver.auth.rbac import Policy
 from services.apiserver.auth.reviews import review_routes
 from services.apiserver.config import ApiserverConfig
+from services.apiserver.controllers import Controllers
 from services.apiserver.limits import LimitRequests
 from services.apiserver.metricsapi import metrics_routes
 from services.apiserver.nodeleases import lease_routes
@@ -41,6 +44,7 @@ from services.apiserver.workloads import CloneSetHandlers
 from services.apiserver.writer import Writer
 
 ROLE = "apiserver"
+CONTROLLERS_STOP_S = 30.0  # a revocation waits this long for a pass in hand
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 log = logging.getLogger(__name__)
 
@@ -106,12 +110,9 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         await ready.wait()
         await namespaces.sweep_forever(model, writer, config.namespace_sweep_s)
 
-    tasks = {
-        "read-model": model.run,
-        "bootstrap": bootstrap,
-        "namespaces": finish_namespaces,
-        "usage": samples.run,
-    }
+    tasks = {"read-model": model.run, "bootstrap": bootstrap, "usage": samples.run}
+    # kube-controller-manager's loops, run by one replica at a time (controllers.py).
+    loops = {"namespaces": finish_namespaces}
     if config.event_ttl_s > 0:
 
         async def expire_events() -> None:
@@ -123,7 +124,7 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
                 config.event_sweep_s,
             )
 
-        tasks["event-ttl"] = expire_events
+        loops["event-ttl"] = expire_events
     if config.node_monitor_period_s > 0:
 
         async def monitor_nodes() -> None:
@@ -136,14 +137,28 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
                 config.node_monitor_period_s,
             )
 
-        tasks["node-lifecycle"] = monitor_nodes
+        loops["node-lifecycle"] = monitor_nodes
     if config.disruption_sync_s > 0:
 
         async def sync_budgets() -> None:
             await ready.wait()
             await disruptionsync.sync_forever(model, writer, config.disruption_sync_s)
 
-        tasks["disruption"] = sync_budgets
+        loops["disruption"] = sync_budgets
+    controllers = Controllers(loops)
+    leases = PartitionLeases(
+        settings.kafka_bootstrap,
+        role=ROLE,
+        topic=settings.topic(ev.NODES),
+        group=f"{settings.topic_prefix}{ROLE}-controllers",
+        on_assigned=controllers.assigned,
+        on_revoked=controllers.revoked,
+        session_timeout=config.group_session_timeout,
+        # One static name per replica: a replica restarted on its port gets its part back.
+        instance=config.instance or f"{socket.gethostname()}:{port}",
+        stop_timeout=CONTROLLERS_STOP_S,
+    )
+    tasks |= {"controllers": controllers.run, "controllers-group": leases.run}
     try:
         await server.run(tasks)
     finally:

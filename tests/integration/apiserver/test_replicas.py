@@ -5,7 +5,8 @@ client that moves between replicas still reads its own writes."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import httpx
@@ -66,3 +67,46 @@ async def test_a_write_through_one_replica_is_read_from_the_other(
         assert late.status_code == 504
         assert late.json()["reason"] == "Timeout"
         assert late.json()["message"].startswith(f"Too large resource version: {future}")
+
+
+async def _leading(proc: RoleProcess) -> bool:
+    async with proc.client(timeout=5) as http:
+        metrics = (await http.get(f"{proc.url}/metrics")).text
+    return "inplace_apiserver_controllers_leading 1.0" in metrics
+
+
+async def _until(check: Callable[[], Awaitable[bool]], what: str, within: float = 60) -> None:
+    deadline = asyncio.get_running_loop().time() + within
+    while not await check():
+        assert asyncio.get_running_loop().time() < deadline, f"never: {what}"
+        await asyncio.sleep(0.2)
+
+
+async def test_one_replica_runs_the_controllers_and_another_takes_them_over(
+    apiserver: RoleProcess, replica_b: RoleProcess
+) -> None:
+    """kube-controller-manager's loops run in one replica (its group's leader partition):
+    the other takes them over when it stops, and namespaces are finalized through it."""
+
+    async def one_leads() -> bool:
+        return [await _leading(apiserver), await _leading(replica_b)].count(True) == 1
+
+    await _until(one_leads, "exactly one replica running the controllers")
+    pair = (apiserver, replica_b)
+    leader, survivor = pair if await _leading(apiserver) else pair[::-1]
+    assert leader.stop() == 0
+    await _until(lambda: _leading(survivor), "the survivor running the controllers")
+
+    # The namespace controller's part works through the survivor: a namespace with a pod
+    # in it is emptied and goes.
+    async with survivor.client(timeout=10) as http:
+        url = f"{survivor.url}/api/v1/namespaces"
+        assert (await http.post(url, json={"metadata": {"name": "gone"}})).status_code == 201
+        made = await http.post(f"{url}/gone/pods", json=BODY)
+        assert made.status_code == 201, made.text
+        assert (await http.delete(f"{url}/gone")).status_code == 200
+
+        async def finalized() -> bool:
+            return (await http.get(f"{url}/gone")).status_code == 404
+
+        await _until(finalized, "the namespace finalized")
