@@ -93,5 +93,14 @@ async def test_annotations_drive_a_fake_nodes_usage(
                       "usage.inplace.dev/c=cpu=2,memory=80Mi")  # fmt: skip
         # Held at the container's 1-CPU limit, as CFS throttling would.
         await until(top, lambda row: row[1:] == ["1000m", "80Mi"], "the new usage", 30)
+        # Each round (every node's heartbeat) is timed on the kubelet's /metrics.
+        async with kubelet.client(timeout=5) as http:
+            scraped = (await http.get(f"{kubelet.url}/metrics")).text
+        rounds = [
+            float(line.split()[-1])
+            for line in scraped.splitlines()
+            if line.startswith("inplace_kubelet_usage_round_seconds_count")
+        ]
+        assert rounds and rounds[0] >= 2
     finally:
         kubelet.stop()
