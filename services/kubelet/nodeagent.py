@@ -267,9 +267,13 @@ class NodeAgent:
                         await self.reconcile(key)
                 except asyncio.CancelledError:
                     raise
-                except Exception:
-                    # One pod's trouble never stops the node: log it, look again later.
-                    log.exception("%s: reconcile of %s failed; retrying", self.name, key)
+                except Exception as exc:
+                    # One pod's trouble never stops the node: log it, look again later. A
+                    # timeout (the log or the runtime slow to answer) is no bug: one line.
+                    if isinstance(exc, TimeoutError):
+                        log.warning("%s: reconcile of %s timed out; retrying", self.name, key)
+                    else:
+                        log.exception("%s: reconcile of %s failed; retrying", self.name, key)
                     if key not in (NODE_KEY, RESTORE_KEY):
                         self._retry_later(key)
                 finally:

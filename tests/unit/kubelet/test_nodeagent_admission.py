@@ -5,6 +5,9 @@ Running, admitted once, started once."""
 
 from __future__ import annotations
 
+import logging
+
+import pytest
 from aiokafka.errors import KafkaConnectionError
 
 from schemas import events as ev
@@ -23,7 +26,10 @@ def _create(cluster: Cluster, name: str) -> None:
     cluster.apply(ev.PodCreated(namespace=NS, name=name, uid=pod.metadata.uid or "", pod=pod))
 
 
-async def test_an_allocation_on_the_log_but_not_read_back_is_started_by_the_retry() -> None:
+async def test_an_allocation_on_the_log_but_not_read_back_is_started_by_the_retry(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="services.kubelet.nodeagent")
     runtime = FakeRuntime()
     async with agent_on_node(runtime=runtime) as (cluster, agent):
         cluster.faults.append(Fault(ev.Allocated, TimeoutError(), landed=True))
@@ -35,6 +41,9 @@ async def test_an_allocation_on_the_log_but_not_read_back_is_started_by_the_retr
         assert [p.phase for p in cluster.written if isinstance(p, ev.PodPhaseChanged)] == [
             "Running"
         ]
+    # A timeout is told in one line, not as a failure with its traceback.
+    told = [(r.levelname, r.getMessage()) for r in caplog.records if "reconcile of" in r.message]
+    assert told == [("WARNING", f"{NODE}: reconcile of {NS}/web timed out; retrying")]
 
 
 async def test_an_allocation_the_log_never_took_is_admitted_again() -> None:
