@@ -165,6 +165,13 @@ def ensure_kafka_jars(cache_dir: Path | None = None, version: str = KAFKA_VERSIO
     target = cache / f"kafka-{version}"
     if (target / _MARKER).is_file():
         return target
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # e.g. ~/.cache a symlink to nowhere
+        raise LocalInfraError(
+            f"cannot use {cache} for Kafka's jars: {exc.strerror} "
+            "(set INPLACE_CACHE_DIR to a directory you can write)"
+        ) from None
     with _file_lock(cache / f".kafka-{version}.lock"):
         if (target / _MARKER).is_file():
             return target  # another process finished the download while we waited

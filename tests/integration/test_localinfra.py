@@ -241,6 +241,17 @@ def test_mvn_missing_is_a_clear_error(tmp_dir: Path, monkeypatch: pytest.MonkeyP
     assert not (tmp_dir / "cache" / "kafka-3.9.1").exists()
 
 
+def test_an_unusable_cache_directory_is_a_clear_error(tmp_dir: Path) -> None:
+    home = tmp_dir / "home"
+    home.mkdir()
+    (home / ".cache").symlink_to(tmp_dir / "nowhere")  # a dangling ~/.cache
+    with pytest.raises(LocalInfraError) as info:
+        ensure_kafka_jars(cache_dir=home / ".cache" / "inplace")
+    message = _assert_one_line(info.value)
+    assert message.startswith(f"cannot use {home}/.cache/inplace for Kafka's jars: File exists")
+    assert message.endswith("(set INPLACE_CACHE_DIR to a directory you can write)")
+
+
 def test_ensure_kafka_jars_is_cached(kafka_broker: KafkaBroker) -> None:
     jars = ensure_kafka_jars()  # the session broker already made sure they are there
     assert (jars / ".complete").is_file()
