@@ -35,11 +35,8 @@ class Controllers:
     def __init__(self, loops: dict[str, Loop]) -> None:
         self.loops = loops
         self._running: list[asyncio.Task[None]] = []
-        self._failed: asyncio.Future[None] | None = None
-
-    @property
-    def leading(self) -> bool:
-        return bool(self._running)
+        self._failure: Exception | None = None
+        self._failed = asyncio.Event()
 
     async def assigned(self, partitions: set[int]) -> None:
         if LEADER_PARTITION not in partitions or self._running:
@@ -63,8 +60,9 @@ class Controllers:
     async def run(self) -> None:
         """Returns never; raises what a controller raised, which ends the apiserver, as a
         failed task of its own would."""
-        self._failed = asyncio.get_running_loop().create_future()
-        await self._failed
+        await self._failed.wait()
+        assert self._failure is not None
+        raise self._failure
 
     async def _guarded(self, loop: Loop) -> None:
         try:
@@ -72,6 +70,5 @@ class Controllers:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            if self._failed is not None and not self._failed.done():
-                self._failed.set_exception(exc)
-            raise
+            self._failure = self._failure or exc
+            self._failed.set()  # `run` raises it

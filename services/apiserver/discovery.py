@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from schemas import policy
+
 KUBE_VERSION = {"major": "1", "minor": "35"}  # the API (schemas.kubeschema) we serve
 
 _RW = ["create", "delete", "get", "list", "patch", "update", "watch"]
@@ -243,7 +245,7 @@ WORKLOAD_RESOURCES: list[dict[str, Any]] = [
 
 # --- policy/v1: disruption budgets (pods/eviction is listed under v1, as kube-apiserver does) --
 
-POLICY_GROUP, POLICY_VERSION = "policy", "v1"
+POLICY_GROUP, POLICY_VERSION = policy.GROUP, policy.VERSION
 POLICY_RESOURCES: list[dict[str, Any]] = [
     {
         "name": "poddisruptionbudgets",

@@ -64,7 +64,7 @@ def synced(model: ReadModel, budget: PodDisruptionBudget, now: datetime) -> list
         )
     for notice in sync.notices:
         event = event_about(
-            reference("PodDisruptionBudget", budget.metadata, api_version="policy/v1"),
+            reference(budget.kind, budget.metadata, api_version=budget.api_version),
             name=occurrence_name(budget.metadata.name or "", now),
             namespace=namespace,
             reason=notice.reason,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from schemas import policy
 from schemas.k8s import Status, StatusCause, StatusDetails
 
 
@@ -60,7 +61,7 @@ def resource_name(kind: str) -> str:
 
 # Kinds outside the core group: their messages name the resource as `plural.group`, and
 # the Status details carry the group (kube-apiserver's qualified resource).
-GROUPS = {"PodDisruptionBudget": "policy"}
+GROUPS = {"PodDisruptionBudget": policy.GROUP}
 
 
 def _qualified(kind: str) -> tuple[str, str, str | None]:
