@@ -484,6 +484,11 @@ class PodDisruptionBudgetStatusChanged(PolicyEvent):
     TYPE: ClassVar[str] = "PodDisruptionBudgetStatusChanged"
     name: str = Field(min_length=1)
     status: PodDisruptionBudgetStatus
+    # The budget's resourceVersion the writer decided from: folded only while the budget
+    # still has it, so of two writers deciding from one version (evictions through two
+    # apiserver replicas) the later loses, as kube-apiserver refuses a stale update (409).
+    # None (events written before it): folded whatever came between.
+    precondition: str | None = None
 
 
 # --- k8s-events -------------------------------------------------------------------------------

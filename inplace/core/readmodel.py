@@ -421,6 +421,8 @@ class ReadModel:
         rv = resource_version(record.position)
         if after is None and before is None:
             return
+        if after is not None and after is before and _rv_of(after) != rv:
+            return  # folded to no change (a write whose precondition failed): nothing to watch
         if after is None:
             snapshot = as_json(before, resource_version=str(rv))
             kind: WatchType = "DELETED"

@@ -175,6 +175,21 @@ class PodHandlers:
         ):
             pod = self._pod(namespace, name)
             dry_run = eviction.admitted(data, name, pod)
+            await self._spend_disruption(pod, dry_run)
+            if not dry_run:
+                await self.writer.commit(
+                    deletion("pods", (namespace, name), pod), self._correlation(request)
+                )
+        return ok(eviction.SUCCESS, 201)
+
+    async def _spend_disruption(self, pod: Pod, dry_run: bool) -> None:
+        """Ask the pod's budget (evict_check) and, when the eviction uses one of its
+        disruptions, write that first, on the condition that the budget is still the one
+        read: when another replica's write came first, decide again from the budget as it is
+        now (kube-apiserver retries its status update on a conflict)."""
+        namespace, name = pod.metadata.namespace or "", pod.metadata.name or ""
+        budget_name = ""
+        for _ in range(eviction.ATTEMPTS):
             budgets = [
                 budget
                 for (ns, _), budget in self.model.objects("poddisruptionbudgets").items()
@@ -183,19 +198,22 @@ class PodHandlers:
             verdict = evict_check(pod, budgets, datetime.now(UTC))
             if not verdict.allowed:
                 raise eviction.refusal(verdict)
-            if not dry_run:
-                if verdict.budget is not None:
-                    await self.writer.commit(
-                        ev.PodDisruptionBudgetStatusChanged(
-                            namespace=namespace,
-                            name=verdict.budget.metadata.name or "",
-                            status=verdict.budget.status,
-                        )
-                    )
-                await self.writer.commit(
-                    deletion("pods", (namespace, name), pod), self._correlation(request)
+            written = verdict.budget
+            if dry_run or written is None:
+                return
+            budget_name = written.metadata.name or ""
+            await self.writer.commit(
+                ev.PodDisruptionBudgetStatusChanged(
+                    namespace=namespace,
+                    name=budget_name,
+                    status=written.status,
+                    precondition=written.metadata.resource_version,
                 )
-        return ok(eviction.SUCCESS, 201)
+            )
+            current = self.model.get("poddisruptionbudgets", (namespace, budget_name))
+            if eviction.spent(current, written, name):
+                return
+        raise eviction.contended(budget_name)
 
     async def update(self, request: Request) -> Response:
         """PUT/PATCH of the pod itself: labels, annotations and images; resources only via

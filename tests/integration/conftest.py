@@ -216,6 +216,18 @@ async def apiserver(settings: Settings, tmp_path: Path) -> AsyncIterator[RolePro
 
 
 @pytest.fixture
+async def replica_b(
+    settings: Settings, tmp_path: Path, apiserver: RoleProcess
+) -> AsyncIterator[RoleProcess]:
+    """A second apiserver replica in front of the same log."""
+    proc = RoleProcess("apiserver", settings, tmp_path / "apiserver-b.log", INPLACE_QUOTA_URL="")
+    proc.start()
+    await proc.ready()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
 async def scheduler(
     settings: Settings, tmp_path: Path, apiserver: RoleProcess
 ) -> AsyncIterator[RoleProcess]:

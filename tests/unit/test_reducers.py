@@ -15,6 +15,7 @@ from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import NodeCondition, NodeStatus, Pod
 from schemas.nodeswap import planning_capacity
+from schemas.policy import PodDisruptionBudget, PodDisruptionBudgetStatus
 from tests import factories
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -648,3 +649,28 @@ def test_adopting_payloads_folds_to_the_same_objects_and_copying_leaves_them_alo
     for offset, env in enumerate(envelopes):
         copying.apply(Record(Position(env.topic, 0, offset), env))
     assert [e.encode() for e in envelopes] == wire
+
+
+def test_a_budget_status_decided_from_an_older_version_is_folded_to_nothing() -> None:
+    budget = PodDisruptionBudget.model_validate(
+        {"metadata": {"name": "web"}, "spec": {"minAvailable": 1, "selector": {}}}
+    )
+    created = ev.PodDisruptionBudgetCreated(namespace=NS, budget=budget)
+    read = str(resource_version(Position(created.TOPIC, 0, 0)))  # the version both writers read
+
+    def spend(pod: str) -> ev.PodDisruptionBudgetStatusChanged:
+        status = PodDisruptionBudgetStatus(disruptions_allowed=0, disrupted_pods={pod: T0})
+        return ev.PodDisruptionBudgetStatusChanged(
+            namespace=NS, name="web", status=status, precondition=read
+        )
+
+    # Two evictions through two replicas, each deciding from the budget as created: the
+    # first on the log spends the disruption, the second is folded to nothing.
+    state = _fold(created, spend("a"), spend("b"))
+    held = state.poddisruptionbudgets[(NS, "web")]
+    assert held.status.disrupted_pods == {"a": T0}
+    assert held.metadata.resource_version == str(resource_version(Position(created.TOPIC, 0, 1)))
+    # Without a precondition (events written before it) a status is taken as it comes.
+    unconditional = spend("b").model_copy(update={"precondition": None})
+    state = _fold(created, spend("a"), unconditional)
+    assert state.poddisruptionbudgets[(NS, "web")].status.disrupted_pods == {"b": T0}

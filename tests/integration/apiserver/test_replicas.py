@@ -6,30 +6,16 @@ client that moves between replicas still reads its own writes."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 
 import httpx
-import pytest
 
-from inplace.core.settings import Settings
 from tests.integration.conftest import RoleProcess
 
 BODY = {
     "metadata": {"name": "web"},
     "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
 }
-
-
-@pytest.fixture
-async def replica_b(
-    settings: Settings, tmp_path: Path, apiserver: RoleProcess
-) -> AsyncIterator[RoleProcess]:
-    proc = RoleProcess("apiserver", settings, tmp_path / "apiserver-b.log", INPLACE_QUOTA_URL="")
-    proc.start()
-    await proc.ready()
-    yield proc
-    proc.stop()
 
 
 async def test_a_write_through_one_replica_is_read_from_the_other(

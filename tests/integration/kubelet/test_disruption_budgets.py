@@ -5,6 +5,7 @@ on it), against the apiserver and kubelet as real processes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from functools import partial
 from typing import Any
@@ -161,3 +162,34 @@ async def test_budget_api_answers_as_kube_apiserver(apiserver: RoleProcess) -> N
     assert "maxUnavailable" in explained.stdout
     deleted = await kubectl(apiserver, "delete", "pdb", "good")
     assert deleted.stdout.strip() == 'poddisruptionbudget.policy "good" deleted'
+
+
+async def test_two_replicas_never_spend_one_disruption_twice(
+    apiserver: RoleProcess, kubelet_process: RoleProcess, replica_b: RoleProcess
+) -> None:
+    """Two evictions of one budget's last disruption, one through each apiserver replica at
+    the same instant: each decides from the budget it reads, and the status each writes holds
+    only if nothing was written to the budget in between (its precondition), so one pod goes
+    and the other eviction is refused, as kube-apiserver's conflict on the budget refuses it."""
+    for name in ("web-0", "web-1", "web-2"):
+        await kubectl(apiserver, "create", "-f", "-", stdin=json.dumps(web_pod(name)))
+    await kubectl(apiserver, "create", "pdb", "web", "--selector=app=web", "--min-available=2")
+    for replica in (apiserver, replica_b):
+        await until(
+            partial(status_of, replica, "web"),
+            lambda s: s.get("currentHealthy") == 3 and s.get("disruptionsAllowed") == 1,
+            "one disruption allowed, seen by both replicas",
+        )
+    base = "api/v1/namespaces/default/pods"
+    async with apiserver.client() as a, replica_b.client() as b:
+        answers = await asyncio.gather(
+            a.post(f"{apiserver.url}/{base}/web-0/eviction", json=eviction("web-0")),
+            b.post(f"{replica_b.url}/{base}/web-1/eviction", json=eviction("web-1")),
+        )
+    assert sorted(r.status_code for r in answers) == [201, 429], [r.text for r in answers]
+    refused = next(r for r in answers if r.status_code == 429).json()
+    assert refused["message"] == "Cannot evict pod as it would violate the pod's disruption budget."
+    left = (await kubectl(apiserver, "get", "pods", "-o", "name")).stdout.split()
+    assert len(left) == 2 and "pod/web-2" in left
+    spent = await status_of(replica_b, "web")
+    assert spent["disruptionsAllowed"] == 0
