@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from schemas.envelope import EventPayload, PayloadModel
 from schemas.k8s import (
@@ -37,6 +37,17 @@ EVENT_TOPICS: tuple[str, ...] = (PODS, NODES, POLICY, K8S_EVENTS, WORKLOADS)
 
 ResizeStatus = Literal["Proposed", "InProgress", "Deferred", "Infeasible"]
 PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
+
+
+class Conditional(BaseModel):
+    """Mixed into the updates a writer decides from one version of their object (an apiserver
+    replica's update, an eviction spending a budget's disruption): `precondition` is that
+    resourceVersion, and every fold of the log takes the update only while the object still
+    has it (ClusterState.apply). Of two replicas deciding from one version, the later on the
+    log is folded to nothing, as etcd's compare-and-swap refuses kube-apiserver's stale update.
+    None (writers that decide from nothing, events written before it): taken as it comes."""
+
+    precondition: str | None = None
 
 
 # --- pods -------------------------------------------------------------------------------------
@@ -68,7 +79,7 @@ class PodCreated(PodEvent):
     pod: Pod
 
 
-class PodUpdated(PodEvent):
+class PodUpdated(PodEvent, Conditional):
     """A regular update the apiserver allowed (labels, annotations, container images);
     resources change only through ResizeProposed."""
 
@@ -345,7 +356,7 @@ class NodeRegistered(NodeEvent):
     node: Node
 
 
-class NodeUpdated(NodeEvent):
+class NodeUpdated(NodeEvent, Conditional):
     """The user-writable part of a Node changed (labels, annotations, spec: cordon, taints).
 
     Its status is not carried: capacity, allocatable and conditions move only by their own
@@ -402,7 +413,7 @@ class NamespaceCreated(PolicyEvent):
     managed_fields: list[dict[str, Any]] | None = None
 
 
-class NamespaceUpdated(PolicyEvent):
+class NamespaceUpdated(PolicyEvent, Conditional):
     """New labels and annotations (a Namespace's only user-writable fields here)."""
 
     TYPE: ClassVar[str] = "NamespaceUpdated"
@@ -427,7 +438,7 @@ class ResourceQuotaCreated(PolicyEvent):
     quota: ResourceQuota
 
 
-class ResourceQuotaUpdated(PolicyEvent):
+class ResourceQuotaUpdated(PolicyEvent, Conditional):
     TYPE: ClassVar[str] = "ResourceQuotaUpdated"
     quota: ResourceQuota
 
@@ -450,7 +461,7 @@ class LimitRangeCreated(PolicyEvent):
     limit_range: LimitRange
 
 
-class LimitRangeUpdated(PolicyEvent):
+class LimitRangeUpdated(PolicyEvent, Conditional):
     TYPE: ClassVar[str] = "LimitRangeUpdated"
     limit_range: LimitRange
 
@@ -465,7 +476,7 @@ class PodDisruptionBudgetCreated(PolicyEvent):
     budget: PodDisruptionBudget
 
 
-class PodDisruptionBudgetUpdated(PolicyEvent):
+class PodDisruptionBudgetUpdated(PolicyEvent, Conditional):
     """A new spec (or labels, annotations); the status stays the controller's."""
 
     TYPE: ClassVar[str] = "PodDisruptionBudgetUpdated"
@@ -477,18 +488,13 @@ class PodDisruptionBudgetDeleted(PolicyEvent):
     name: str = Field(min_length=1)
 
 
-class PodDisruptionBudgetStatusChanged(PolicyEvent):
+class PodDisruptionBudgetStatusChanged(PolicyEvent, Conditional):
     """The disruption controller's count of healthy pods, or an eviction taking one of the
     disruptions it allowed (the pod then listed in disruptedPods until it is gone)."""
 
     TYPE: ClassVar[str] = "PodDisruptionBudgetStatusChanged"
     name: str = Field(min_length=1)
     status: PodDisruptionBudgetStatus
-    # The budget's resourceVersion the writer decided from: folded only while the budget
-    # still has it, so of two writers deciding from one version (evictions through two
-    # apiserver replicas) the later loses, as kube-apiserver refuses a stale update (409).
-    # None (events written before it): folded whatever came between.
-    precondition: str | None = None
 
 
 # --- k8s-events -------------------------------------------------------------------------------
@@ -512,7 +518,7 @@ class KubeEventRecorded(KubeEventPayload):
     TYPE: ClassVar[str] = "KubeEventRecorded"
 
 
-class KubeEventUpdated(KubeEventPayload):
+class KubeEventUpdated(KubeEventPayload, Conditional):
     """An Event written through the API (PUT/PATCH): client-go's recorder patches count,
     lastTimestamp and message of a repeated Event. Taken as written."""
 
@@ -546,7 +552,7 @@ class CloneSetCreated(CloneSetEvent):
     clone_set: CloneSet
 
 
-class CloneSetUpdated(CloneSetEvent):
+class CloneSetUpdated(CloneSetEvent, Conditional):
     """metadata and spec replaced (a new template is a new revision); status untouched."""
 
     TYPE: ClassVar[str] = "CloneSetUpdated"

@@ -102,7 +102,8 @@ def history_cmd(
     output: str = OUTPUT,
 ) -> None:
     """A pod's events in log order: who asked (the API user), correlation ids, and the time
-    between steps.
+    between steps. An update folded to nothing (decided from a version of the pod another
+    write had replaced: two apiserver replicas at once) is marked refused.
 
     Exit codes: 0 events printed, 1 bad argument or unreachable Kafka, 2 bad option,
     3 no events for the pod."""
@@ -128,7 +129,8 @@ def history_cmd(
                 "delta_ms": None
                 if entry.since_previous is None
                 else round(entry.since_previous * 1000, 1),
-                "event": env.type,
+                "event": f"{env.type} (refused)" if entry.refused and fmt == "table" else env.type,
+                "refused": entry.refused,
                 "producer": env.producer,
                 "user": env.user.username if env.user else "",
                 "correlation_id": env.correlation_id,

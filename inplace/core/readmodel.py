@@ -14,7 +14,7 @@ import heapq
 import json
 import logging
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -50,6 +50,9 @@ log = logging.getLogger(__name__)
 OFF_PATH_FETCH_WAIT_MS = 25
 # How long a holder with held fetches fetches promptly after a request waited on its view.
 PROMPT_FOR_S = 10.0
+
+# How many refused records (`refused`) are remembered: a writer asks about its own at once.
+REFUSALS_KEPT = 1024
 
 # A request answered from another holder's view of the log carries how far the asking one
 # has applied it (`ReadModel.progress`): the apiserver calling the quota webhook.
@@ -249,6 +252,8 @@ class ReadModel:
         self.snapshot_demands: dict[NsName, str] = {}
         self.accept = accept
         self.from_snapshot = False  # the state came from the projection, not offset 0
+        # The latest records folded to nothing (ev.Conditional), for their writers to ask.
+        self._refused: OrderedDict[Position, None] = OrderedDict()
         # Work that must not interleave with applying batches (taking over nodes).
         self._jobs: deque[tuple[Callable[[], Awaitable[None]], asyncio.Future[None]]] = deque()
         # Records are decoded for this model alone: unless a listener sees them too
@@ -390,20 +395,26 @@ class ReadModel:
         self._seeders.append(seed)
 
     def on_apply(self, listener: Callable[[Record], None]) -> None:
-        """Call `listener` after each record is applied (e.g. to release a reservation)."""
+        """Call `listener` after each record is applied (e.g. to release a reservation); not
+        after one folded to nothing (`refused`)."""
         self._listeners.append(listener)
         self.state.adopt_payloads = False  # the listener may keep the record: copy from it
 
     def _apply(self, record: Record) -> None:
-        self._apply_record(record)
+        if not self._apply_record(record):
+            return  # folded to nothing: no listener hears of a change that did not happen
         for listener in self._listeners:
             listener(record)
 
-    def _apply_record(self, record: Record) -> None:
+    def _apply_record(self, record: Record) -> bool:
+        """Fold the record (and publish the change to watchers); False when its precondition
+        refused it (`refused`)."""
         if not record.envelope.payload.CHANGES_STATE:
-            return  # a record of something refused: no object changed, nothing to watch
+            return True  # a record of something refused: no object changed, nothing to watch
         if not self.watchable or not self.ready.is_set():
-            self.state.apply(record)
+            if not self.state.apply(record):
+                self._refuse(record.position)
+                return False
             self.state.touched.clear()
             if self.watchable:
                 # Catching up after a start: like kube-apiserver's watch cache, the window
@@ -411,18 +422,18 @@ class ReadModel:
                 # clients relist). Snapshotting every historic change made restarts take minutes.
                 collection, _ = locate(record)
                 self.collections[collection].skip(resource_version(record.position))
-            return
+            return True
         collection, key = locate(record)
         objects = self.objects(collection)
         before = objects.get(key)
-        self.state.apply(record)
+        if not self.state.apply(record):
+            self._refuse(record.position)
+            return False  # folded to nothing (its precondition): no change to watch
         self.state.touched.clear()
         after = objects.get(key)
         rv = resource_version(record.position)
         if after is None and before is None:
-            return
-        if after is not None and after is before and _rv_of(after) != rv:
-            return  # folded to no change (a write whose precondition failed): nothing to watch
+            return True
         if after is None:
             snapshot = as_json(before, resource_version=str(rv))
             kind: WatchType = "DELETED"
@@ -434,6 +445,17 @@ class ReadModel:
         self.collections[collection].publish(
             WatchEvent(kind, rv, _namespace_of(after if after is not None else before), snapshot)
         )
+        return True
+
+    def _refuse(self, position: Position) -> None:
+        self._refused[position] = None
+        if len(self._refused) > REFUSALS_KEPT:
+            self._refused.popitem(last=False)
+
+    def refused(self, position: Position) -> bool:
+        """Was the record at `position` folded to nothing, its precondition failing (another
+        write to its object came first)? Asked by its writer once the model applied it."""
+        return position in self._refused
 
     def hurry(self, seconds: float = PROMPT_FOR_S) -> None:
         """A request waits on this view (the quota webhook catching up to the apiserver that

@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 from schemas.k8s import Pod
-from schemas.policy import PodDisruptionBudget
 from services.apiserver import dryrun, errors
 from services.apiserver.disruption import EvictionVerdict
 
@@ -82,27 +81,6 @@ def refusal(verdict: EvictionVerdict) -> errors.ApiError:
         verdict.causes,
         verdict.retry_after_seconds,
     )
-
-
-# kube-apiserver's EvictionsRetry steps: how many times an eviction whose budget changed
-# between its read and its write (another replica's eviction, the controller's sync) is
-# decided again from the budget as it is then.
-ATTEMPTS = 20
-
-
-def spent(current: PodDisruptionBudget | None, written: PodDisruptionBudget, pod: str) -> bool:
-    """Did the log take the status `written` spends a disruption with (its precondition held:
-    no write to the budget came between its read and this one)? Its entry for the pod in
-    disruptedPods says so, also when a later write deciding from it is folded already."""
-    wanted = (written.status.disrupted_pods or {}).get(pod)
-    held = (current.status.disrupted_pods or {}) if current is not None else {}
-    return wanted is not None and held.get(pod) == wanted
-
-
-def contended(budget: str) -> errors.ApiError:
-    """Every attempt lost to another write to the budget: the 409 kube answers when its
-    retries run out."""
-    return errors.stale("poddisruptionbudgets.policy", budget)
 
 
 def budget_lock(namespace: str) -> tuple[str, str]:

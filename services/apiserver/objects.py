@@ -261,7 +261,10 @@ class ObjectHandlers:
                 request, {}, config, definition=definition, api_version=version
             ).merged
             return await self._create(request, kind, namespace, applied_new_object(config, merged))
-        async with self.writer.lock((kind.collection, key)):
+        updated = kind.updated
+
+        def decide() -> EventPayload | None:
+            """The update of the object as this replica holds it now (None: a no-op)."""
             current = self._get(kind, namespace, name)
             if is_apply(request):
                 config = apply_config(body, kind.kind)
@@ -307,8 +310,15 @@ class ObjectHandlers:
                     raise errors.forbidden(
                         f'nodes "{name}" is forbidden: {refusal}', kind="nodes", name=name
                     )
-            if obj != old:  # kube-apiserver writes nothing (no new resourceVersion) for a no-op
-                await self.writer.commit(kind.updated(namespace or "", obj))
+            if obj == old:  # kube-apiserver writes nothing (no new resourceVersion) for a no-op
+                return None
+            payload = updated(namespace or "", obj)
+            if isinstance(payload, ev.Conditional):  # decided from the version read
+                payload.precondition = current["metadata"].get("resourceVersion")
+            return payload
+
+        async with self.writer.lock((kind.collection, key)):
+            await self.writer.update(decide, kind.kind)
         return ok(self._get(kind, namespace, name))
 
     async def delete(self, request: Request) -> Response:

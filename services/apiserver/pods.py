@@ -185,11 +185,10 @@ class PodHandlers:
     async def _spend_disruption(self, pod: Pod, dry_run: bool) -> None:
         """Ask the pod's budget (evict_check) and, when the eviction uses one of its
         disruptions, write that first, on the condition that the budget is still the one
-        read: when another replica's write came first, decide again from the budget as it is
-        now (kube-apiserver retries its status update on a conflict)."""
-        namespace, name = pod.metadata.namespace or "", pod.metadata.name or ""
-        budget_name = ""
-        for _ in range(eviction.ATTEMPTS):
+        read (Writer.update: decided again when another replica's write came first)."""
+        namespace = pod.metadata.namespace or ""
+
+        def decide() -> ev.PodDisruptionBudgetStatusChanged | None:
             budgets = [
                 budget
                 for (ns, _), budget in self.model.objects("poddisruptionbudgets").items()
@@ -200,20 +199,15 @@ class PodHandlers:
                 raise eviction.refusal(verdict)
             written = verdict.budget
             if dry_run or written is None:
-                return
-            budget_name = written.metadata.name or ""
-            await self.writer.commit(
-                ev.PodDisruptionBudgetStatusChanged(
-                    namespace=namespace,
-                    name=budget_name,
-                    status=written.status,
-                    precondition=written.metadata.resource_version,
-                )
+                return None
+            return ev.PodDisruptionBudgetStatusChanged(
+                namespace=namespace,
+                name=written.metadata.name or "",
+                status=written.status,
+                precondition=written.metadata.resource_version,
             )
-            current = self.model.get("poddisruptionbudgets", (namespace, budget_name))
-            if eviction.spent(current, written, name):
-                return
-        raise eviction.contended(budget_name)
+
+        await self.writer.update(decide, "PodDisruptionBudget")
 
     async def update(self, request: Request) -> Response:
         """PUT/PATCH of the pod itself: labels, annotations and images; resources only via
@@ -225,7 +219,9 @@ class PodHandlers:
             config = apply_config(body, KIND)
             result = server_side_apply_request(request, {}, config, definition=POD_DEFINITION)
             return await self._create(request, namespace, applied_new_object(config, result.merged))
-        async with self.writer.lock(("pods", namespace, name)):
+
+        def decide() -> ev.PodUpdated | None:
+            """The update of the pod as this replica holds it now (None: a no-op)."""
             old = self._pod(namespace, name)
             managed = None
             if is_apply(request):
@@ -253,19 +249,21 @@ class PodHandlers:
                 )
                 or (managed is not None and managed != old.metadata.managed_fields)
             )
-            if changed:
-                await self.writer.commit(
-                    ev.PodUpdated(
-                        namespace=namespace,
-                        name=name,
-                        uid=old.metadata.uid or "",
-                        labels=new.metadata.labels,
-                        annotations=new.metadata.annotations,
-                        images=images,
-                        managed_fields=managed,
-                    ),
-                    self._correlation(request),
-                )
+            if not changed:
+                return None
+            return ev.PodUpdated(
+                namespace=namespace,
+                name=name,
+                uid=old.metadata.uid or "",
+                labels=new.metadata.labels,
+                annotations=new.metadata.annotations,
+                images=images,
+                managed_fields=managed,
+                precondition=old.metadata.resource_version,  # decided from the version read
+            )
+
+        async with self.writer.lock(("pods", namespace, name)):
+            await self.writer.update(decide, KIND, self._correlation(request))
         return self._current(namespace, name)
 
     async def status(self, request: Request) -> Response:

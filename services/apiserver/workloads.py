@@ -77,9 +77,9 @@ class CloneSetHandlers:
     def _where(request: Request) -> tuple[str, str]:
         return request.path_params["namespace"], request.path_params["name"]
 
-    async def _incoming(self, request: Request, current: CloneSet) -> CloneSet:
+    def _incoming(self, request: Request, body: bytes, current: CloneSet) -> CloneSet:
         """PUT's body or the patched current object; a stale resourceVersion is a 409."""
-        new = _decode(requested(request, await read_body(request), current.to_k8s(), KIND))
+        new = _decode(requested(request, body, current.to_k8s(), KIND))
         name = current.metadata.name or ""
         if new.metadata.name not in (None, name) or new.metadata.namespace not in (
             None,
@@ -166,29 +166,34 @@ class CloneSetHandlers:
                 # Server-side apply of a new CloneSet creates it, owned by its field manager.
                 merged = _applied(request, {}, config)
                 return await self._create(namespace, _decode(applied_new_object(config, merged)))
-        async with self.writer.lock((COLLECTION, namespace, name)):
+        body = b"" if is_apply(request) else await read_body(request)
+
+        def decide() -> ev.CloneSetUpdated | None:
             current = self._get(namespace, name)
             if is_apply(request):
                 new = _decode(_applied(request, current.to_k8s(), config))
             else:
-                new = await self._incoming(request, current)
-            await self._replace_spec(current, new)
+                new = self._incoming(request, body, current)
+            return self._spec_update(current, new)
+
+        async with self.writer.lock((COLLECTION, namespace, name)):
+            await self.writer.update(decide, KIND)
         return self._current(namespace, name)
 
-    async def _replace_spec(self, current: CloneSet, new: CloneSet) -> None:
+    def _spec_update(self, current: CloneSet, new: CloneSet) -> ev.CloneSetUpdated | None:
+        """The update to `new`'s spec and metadata, decided from `current` (None: a no-op)."""
         new.metadata.namespace = current.metadata.namespace
         new.metadata.name = current.metadata.name
         new.metadata.uid = current.metadata.uid
         new.status = current.status
         self._check(new)
         if new.spec == current.spec and new.metadata == current.metadata:
-            return
-        await self.writer.commit(
-            ev.CloneSetUpdated(
-                namespace=current.metadata.namespace or "",
-                name=current.metadata.name or "",
-                clone_set=new,
-            )
+            return None
+        return ev.CloneSetUpdated(
+            namespace=current.metadata.namespace or "",
+            name=current.metadata.name or "",
+            clone_set=new,
+            precondition=current.metadata.resource_version,
         )
 
     async def delete(self, request: Request) -> Response:
@@ -203,9 +208,10 @@ class CloneSetHandlers:
     async def status(self, request: Request) -> Response:
         namespace, name = self._where(request)
         if request.method != "GET":
+            body = await read_body(request)
             async with self.writer.lock((COLLECTION, namespace, name)):
                 current = self._get(namespace, name)
-                new = await self._incoming(request, current)
+                new = self._incoming(request, body, current)
                 if new.status != current.status:
                     await self.writer.commit(
                         ev.CloneSetStatusChanged(namespace=namespace, name=name, status=new.status)
@@ -216,9 +222,11 @@ class CloneSetHandlers:
         """autoscaling/v1 Scale: spec.replicas in, the selector as a string out."""
         namespace, name = self._where(request)
         if request.method != "GET":
-            async with self.writer.lock((COLLECTION, namespace, name)):
+            body = await read_body(request)
+
+            def decide() -> ev.CloneSetUpdated | None:
                 current = self._get(namespace, name)
-                data = requested(request, await read_body(request), _scale(current), "Scale")
+                data = requested(request, body, _scale(current), "Scale")
                 replicas = data.get("spec", {}).get("replicas") if isinstance(data, dict) else None
                 if not isinstance(replicas, int) or isinstance(replicas, bool):
                     raise errors.bad_request("Scale: spec.replicas must be an integer")
@@ -227,7 +235,10 @@ class CloneSetHandlers:
                     raise errors.stale(KIND, name)
                 new = current.model_copy(deep=True)
                 new.spec.replicas = replicas
-                await self._replace_spec(current, new)
+                return self._spec_update(current, new)
+
+            async with self.writer.lock((COLLECTION, namespace, name)):
+                await self.writer.update(decide, KIND)
         return ok(_scale(self._get(namespace, name)))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 from inplace.core.bus.producer import Position
 from inplace.core.logwriter import LogWriter
@@ -12,6 +12,10 @@ from inplace.core.projection.reducers import locate
 from schemas.envelope import EventPayload
 from services.apiserver import dryrun, errors
 from services.apiserver.auth.identity import current_user
+
+# How many times an update is decided again after another replica's write to its object came
+# first (kube's EvictionsRetry has 20 steps; its GuaranteedUpdate retries until its deadline).
+UPDATE_ATTEMPTS = 20
 
 
 class Writer:
@@ -40,6 +44,31 @@ class Writer:
             raise errors.timeout(
                 "the write is in the log but not yet visible; retry the read"
             ) from None
+
+    async def update(
+        self,
+        decide: Callable[[], EventPayload | None],
+        kind: str,
+        correlation_id: str | None = None,
+    ) -> Position | None:
+        """An update decided from the object as this replica holds it (`decide` returns it
+        with its `precondition`, the version it read; None: nothing to write), written on the
+        condition that the object is still that version. When another replica's write came
+        first the log folds it to nothing, and it is decided again from the object as it is
+        then: kube-apiserver's GuaranteedUpdate, a patch applied to the new version, a stale
+        resourceVersion the request names a 409 (`decide` raises it as it does the first
+        time). A 409 too once UPDATE_ATTEMPTS writes all lost."""
+        name = ""
+        for _ in range(UPDATE_ATTEMPTS):
+            payload = decide()
+            if payload is None:
+                return None
+            position = await self.commit(payload, correlation_id)
+            if position is None or not self.log.model.refused(position):
+                return position
+            _, key = locate(payload)
+            name = key[1] if isinstance(key, tuple) else key
+        raise errors.stale(kind, name)
 
     async def commit_all(self, payloads: list[EventPayload]) -> None:
         """`commit` for many events decided together (a namespace's content deleted): one

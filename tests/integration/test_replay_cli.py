@@ -8,8 +8,10 @@ import socket
 import yaml
 
 from inplace.core.bus.producer import EventProducer
+from inplace.core.projection.reducers import resource_version
 from inplace.core.settings import Settings
 from schemas import events as ev
+from schemas.envelope import Envelope
 from schemas.usage import USAGE
 from tests import factories
 from tests.integration.conftest import RoleProcess, inplace, wait_caught_up
@@ -156,3 +158,29 @@ async def test_replay_against_unreachable_servers_fails_cleanly(settings: Settin
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+async def test_history_marks_an_update_the_log_refused(
+    settings: Settings, producer: EventProducer
+) -> None:
+    """Two replicas' label updates decided from one version: the second on the log is folded
+    to nothing, and the history says so instead of showing it as a change."""
+    pod = factories.pod("team-z", "web")
+    created = await producer.publish(
+        Envelope.wrap(
+            ev.PodCreated(namespace="team-z", name="web", uid="u", pod=pod), producer="apiserver"
+        )
+    )
+    read = str(resource_version(created))
+    for by in ("a", "b"):
+        update = ev.PodUpdated(
+            namespace="team-z", name="web", uid="u", labels={"by": by}, precondition=read
+        )
+        await producer.publish(Envelope.wrap(update, producer="apiserver"))
+    lines = inplace(settings, "replay", "history", "team-z/web", "-o", "json").stdout.splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert [(r["event"], r["refused"]) for r in rows] == [
+        ("PodCreated", False), ("PodUpdated", False), ("PodUpdated", True),
+    ]  # fmt: skip
+    table = inplace(settings, "replay", "history", "team-z/web").stdout.splitlines()
+    assert ["PodUpdated (refused)" in line for line in table[1:]] == [False, False, True]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from inplace.core.bus.consumer import Record
 from inplace.core.bus.producer import Position
+from inplace.core.projection.podstore import PodStore
 from inplace.core.projection.reducers import PARTITION_SPACE, position_of, resource_version
 from inplace.core.projection.state import ClusterState
 from schemas import events as ev
@@ -674,3 +676,27 @@ def test_a_budget_status_decided_from_an_older_version_is_folded_to_nothing() ->
     unconditional = spend("b").model_copy(update={"precondition": None})
     state = _fold(created, spend("a"), unconditional)
     assert state.poddisruptionbudgets[(NS, "web")].status.disrupted_pods == {"b": T0}
+
+
+@pytest.mark.parametrize("store", [dict, PodStore], ids=["decoded pods", "pods held as JSON"])
+def test_a_pod_update_decided_from_an_older_version_is_folded_to_nothing(
+    store: Callable[[], Any],
+) -> None:
+    read = str(resource_version(Position(CREATED.TOPIC, 0, 0)))
+
+    def labelled(value: str, precondition: str | None = read) -> ev.PodUpdated:
+        return ev.PodUpdated(
+            namespace=NS, name=NAME, uid=UID, labels={"by": value}, precondition=precondition
+        )
+
+    state = ClusterState(pods=store())
+    records = factories.fold_records(CREATED, labelled("a"), labelled("b"), labelled("c", None))
+    assert [state.apply(record) for record in records] == [True, True, False, True]
+    assert _pod(state).metadata.labels == {"by": "c"}
+    state = ClusterState(pods=store())
+    for record in records[:3]:
+        state.apply(record)
+    assert _pod(state).metadata.labels == {"by": "a"}
+    assert _pod(state).metadata.resource_version == str(
+        resource_version(Position(CREATED.TOPIC, 0, 1))
+    )

@@ -574,8 +574,6 @@ def reduce_pdb(
     elif isinstance(payload, ev.PodDisruptionBudgetDeleted) or budget is None:
         return None
     elif isinstance(payload, ev.PodDisruptionBudgetStatusChanged):
-        if payload.precondition not in (None, budget.metadata.resource_version):
-            return budget  # decided from an older budget: a write in between won
         new = budget
         new.status = _take(payload.status, adopt)
     else:

@@ -248,6 +248,9 @@ async def _swap(
 class HistoryEntry:
     record: Record
     since_previous: float | None  # seconds since the pod's previous event
+    # Folded to nothing: an update decided from a version of the pod that another write had
+    # replaced by the time it reached the log (ev.Conditional).
+    refused: bool = False
 
 
 async def key_history(bootstrap: str, topic: str, key: str, topic_prefix: str = "") -> list[Record]:
@@ -291,9 +294,11 @@ async def pod_history(
     records = await key_history(bootstrap, PODS, f"{namespace}/{name}", topic_prefix)
     entries: list[HistoryEntry] = []
     previous: datetime | None = None
+    pod = ClusterState(allocations=None)  # a pod's events fold alone: they are all it reads
     for record in records:
         t = record.envelope.time
-        entries.append(HistoryEntry(record, (t - previous).total_seconds() if previous else None))
+        since = (t - previous).total_seconds() if previous else None
+        entries.append(HistoryEntry(record, since, refused=not pod.apply(record)))
         previous = t
     return entries
 

@@ -52,18 +52,23 @@ class ClusterState:
     # payload's objects instead of deep-copying them.
     adopt_payloads: bool = False
 
-    def apply(self, record: Record) -> None:
+    def apply(self, record: Record) -> bool:
+        """Fold one record; False when its precondition refused it (ev.Conditional: the
+        object was changed after the version its writer decided from), so nothing changed."""
         env, pos, adopt = record.envelope, record.position, self.adopt_payloads
         payload = env.payload
         if not payload.CHANGES_STATE:
-            return
+            return True
         try:
             collection, key = reducers.locate(payload)
         except TypeError:
-            return  # an event no collection holds (nothing to fold)
+            return True  # an event no collection holds (nothing to fold)
         objects: dict[Any, Any] = getattr(self, collection)
         if collection == "pods" and _seen(self.pods, key, pos):
-            return  # applied already (a holder that loaded this pod from a newer snapshot)
+            return True  # applied already (a holder that loaded this pod from a newer snapshot)
+        if isinstance(payload, ev.Conditional) and payload.precondition is not None:
+            if not _at_version(objects, key, payload.precondition):
+                return False
         current = objects.get(key)
         if collection == "namespaces":
             new = reducers.reduce_namespace(current, env, pos)
@@ -74,6 +79,7 @@ class ClusterState:
         _put(self, collection, key, new)
         if collection == "pods":
             self._checkpoint(key, payload)
+        return True
 
     def _checkpoint(self, key: NsName, payload: EventPayload) -> None:
         if self.allocations is None:
@@ -108,6 +114,22 @@ def _seen(pods: MutableMapping[NsName, Pod], key: NsName, position: Position) ->
         pod = pods.get(key)
         held = int(pod.metadata.resource_version or 0) if pod is not None else None
     return held is not None and held >= reducers.resource_version(position)
+
+
+def _at_version(objects: MutableMapping[Any, Any], key: Any, version: str) -> bool:
+    """Does the object under `key` still have resourceVersion `version`? One that is gone
+    does not refuse: its reducer decides what an update of nothing is."""
+    if isinstance(objects, PodStore):
+        held = objects.resource_version(key)  # without decoding the pod
+        return held is None or str(held) == version
+    obj = objects.get(key)
+    if obj is None:
+        return True
+    if isinstance(obj, dict):  # namespaces are kept as their JSON
+        current: str | None = obj.get("metadata", {}).get("resourceVersion")
+    else:
+        current = obj.metadata.resource_version
+    return current == version
 
 
 def allocation_json(allocated: ev.Allocated) -> bytes:
