@@ -25,8 +25,8 @@ def _fold(state: ClusterState, envelopes: list[Envelope]) -> ClusterState:
     return state
 
 
-@pytest.mark.parametrize("hot", [1, 7, 10_000])
-def test_a_fold_into_the_store_equals_a_fold_into_decoded_pods(hot: int) -> None:
+@pytest.mark.parametrize(("hot", "held"), [(1, 0), (1, 2), (7, 3), (10_000, 4096)])
+def test_a_fold_into_the_store_equals_a_fold_into_decoded_pods(hot: int, held: int) -> None:
     """With a hot set of one, every event folds into a pod decoded from its JSON and leaves
     it serialized again: nothing of a pod may be lost on the way (extras, times, quantities,
     statuses of every event type)."""
@@ -35,7 +35,7 @@ def test_a_fold_into_the_store_equals_a_fold_into_decoded_pods(hot: int) -> None
         *factories.cluster_stream(pods=30, resizes_per_pod=3, nodes=3),
     ]
     plain = _fold(ClusterState(), envelopes)
-    stored = _fold(ClusterState(pods=PodStore(hot=hot)), envelopes)
+    stored = _fold(ClusterState(pods=PodStore(hot=hot, held=held)), envelopes)
     assert plain.pods, "the stream creates pods"
     assert sorted(stored.pods) == sorted(plain.pods)
     for key, pod in plain.pods.items():
@@ -136,3 +136,29 @@ def test_taking_newer_pods_keeps_what_is_newer_here() -> None:
     assert here[("ns", "a")].metadata.labels is None  # newer here: kept
     assert here[("ns", "b")].metadata.labels == {"from": "projection"}
     assert here.resource_version(("ns", "b")) == 4 and here.node_of(("ns", "c")) == "n1"
+
+
+def test_a_pod_mid_resize_stays_decoded_past_the_hot_set() -> None:
+    """A pod the hot set lets go while its resize is under way is kept decoded for its next
+    step (not serialized and decoded again); any other is let go, and up to `held` of them."""
+    store = PodStore(hot=1, held=1)
+    resizing, idle, other = (
+        factories.pod("ns", "a"),
+        factories.pod("ns", "b"),
+        factories.pod("ns", "c"),
+    )
+    resizing.status.resize = "Proposed"
+    store[("ns", "a")] = resizing
+    store[("ns", "b")] = idle  # the hot set's one place: a is held
+    store[("ns", "c")] = other  # b is let go
+    assert store[("ns", "a")] is resizing
+    assert store[("ns", "b")] is not idle and store[("ns", "b")].to_k8s() == idle.to_k8s()
+    # One held at most: a second pod mid-resize pushes the older out, serialized.
+    other.status.resize = "InProgress"
+    store[("ns", "c")] = other
+    store[("ns", "b")] = idle  # c held beside a: the older, a, is let go
+    store[("ns", "a")] = resizing
+    store[("ns", "b")] = idle  # a held now, c let go
+    assert store[("ns", "a")] is resizing
+    assert store[("ns", "c")] is not other
+    assert json.loads(store.json(("ns", "c")) or b"")["status"]["resize"] == "InProgress"
