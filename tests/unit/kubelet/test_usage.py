@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from schemas.usage import NodeUsage
 from services.kubelet.cri import ContainerStats
-from services.kubelet.usage import UsageSampler, node_record, rate
+from services.kubelet.usage import UsageSampler, node_record, rate, sample_forever
 
 AT = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 
@@ -68,3 +68,34 @@ def test_the_second_round_has_rates_a_gone_container_drops_out_a_node_let_go_res
     assert all(c.cpu_nanocores > 0 for c in second.pods[0].containers)
     assert [c.name for c in third.pods[0].containers] == ["app"]
     assert fourth.pods == []
+
+
+def test_a_round_lets_other_work_run_between_its_nodes() -> None:
+    """A round samples node after node without the runtime ever making it wait (the fake
+    runtime's stats are in memory): the pods' work must still get turns in between, or every
+    resize under way waits for the whole round."""
+    sampler = UsageSampler(Stats({"c1"}))  # type: ignore[arg-type]
+    nodes = {f"node-{i}": {"team/web": {"app": "c1"}} for i in range(3)}
+    seen: list[str] = []
+
+    async def write(records: list[tuple[bytes, bytes]]) -> None:
+        seen.append(f"round of {len(records)}")
+        raise asyncio.CancelledError  # one round is enough
+
+    async def other_work() -> None:
+        while True:
+            seen.append("other")
+            await asyncio.sleep(0)
+
+    async def main() -> None:
+        worker = asyncio.create_task(other_work())
+        await asyncio.sleep(0)
+        try:
+            await sample_forever(sampler, lambda: nodes, write, every=0.0)
+        except asyncio.CancelledError:
+            pass
+        worker.cancel()
+
+    asyncio.run(main())
+    during = seen[seen.index("other") + 1 : seen.index("round of 3")]
+    assert during.count("other") >= 3  # a turn after each of the three nodes
