@@ -96,15 +96,6 @@ def inputs_of(model: ReadModel, namespace: str) -> tuple[int, int, int]:
     return len(versions), sum(versions), workloads
 
 
-def _took(written: list[EventPayload], budget: PodDisruptionBudget | None) -> bool:
-    """Does the budget have the status a sync wrote (none written: nothing to take)? A write
-    decided from an older budget is folded to nothing (its precondition)."""
-    for payload in written:
-        if isinstance(payload, ev.PodDisruptionBudgetStatusChanged):
-            return budget is not None and budget.status == payload.status
-    return True
-
-
 async def sync_forever(model: ReadModel, writer: Writer, every: float) -> None:
     """Every `every` seconds, each budget synced under its namespace's eviction lock; a failed
     pass is logged and the next one tries again. A budget whose inputs did not change since
@@ -126,10 +117,9 @@ async def sync_forever(model: ReadModel, writer: Writer, every: float) -> None:
                     if synced_on.get(key) == seen and not budget.status.disrupted_pods:
                         continue
                     if written := synced(model, budget, datetime.now(UTC)):
-                        await writer.commit_all(written)
-                        after = model.get("poddisruptionbudgets", key)
-                        if not _took(written, after):
+                        if writer.refused(await writer.commit_all(written)):
                             continue  # an eviction through another replica came first
+                        after = model.get("poddisruptionbudgets", key)
                         # Its own status write is no reason to sync it again.
                         rv = after.metadata.resource_version if after is not None else None
                         seen = (rv, seen[1])

@@ -45,6 +45,11 @@ class Writer:
                 "the write is in the log but not yet visible; retry the read"
             ) from None
 
+    def refused(self, positions: list[Position]) -> bool:
+        """Was any of these writes folded to nothing (its precondition: another replica's
+        write to its object came first)? Asked once this replica has applied them."""
+        return any(self.log.model.refused(position) for position in positions)
+
     async def update(
         self,
         decide: Callable[[], EventPayload | None],
@@ -64,21 +69,22 @@ class Writer:
             if payload is None:
                 return None
             position = await self.commit(payload, correlation_id)
-            if position is None or not self.log.model.refused(position):
+            if position is None or not self.refused([position]):
                 return position
             _, key = locate(payload)
             name = key[1] if isinstance(key, tuple) else key
         raise errors.stale(kind, name)
 
-    async def commit_all(self, payloads: list[EventPayload]) -> None:
+    async def commit_all(self, payloads: list[EventPayload]) -> list[Position]:
         """`commit` for many events decided together (a namespace's content deleted): one
-        write, one wait for the last of each partition (LogWriter.write_all)."""
+        write, one wait for the last of each partition (LogWriter.write_all). Their
+        positions (none in a dry run)."""
         if dryrun.active():
             for payload in payloads:
                 await self.commit(payload)
-            return
+            return []
         try:
-            await self.log.write_all(payloads, user=current_user())
+            return await self.log.write_all(payloads, user=current_user())
         except TimeoutError:
             raise errors.timeout(
                 "the writes are in the log but not yet visible; retry the read"
