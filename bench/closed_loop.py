@@ -294,7 +294,7 @@ async def bench(
         await asyncio.wait_for(started.wait(), 30)
         await watch.all_running([p.name for p in plan.pods], within=120)
         print(f"{args.nodes} nodes, {args.pods} pods Running in {time.monotonic() - t:.1f}s")
-        profiler = _py_spy(settings, args.py_spy) if args.py_spy else None
+        profiler = _py_spy(settings, args.py_spy, args.py_spy_role) if args.py_spy else None
         snapshots: list[cpu.CpuSnapshot] = []
 
         def measured() -> None:  # CPU from here: the measured resizes, not the warm-up
@@ -323,7 +323,7 @@ async def bench(
             if profiler is not None:
                 profiler.send_signal(signal.SIGINT)
                 profiler.wait(60)
-                print(f"py-spy profile of the apiserver: {args.py_spy}")
+                print(f"py-spy profile of the {args.py_spy_role}: {args.py_spy}")
         watch_task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await watch_task
@@ -355,11 +355,9 @@ async def bench(
         await stages(settings, results.sent_at)
 
 
-def _py_spy(settings: Settings, out: str) -> subprocess.Popen[bytes]:
+def _py_spy(settings: Settings, out: str, role: str) -> subprocess.Popen[bytes]:
     pid = next(
-        r.pid
-        for r in find_roles(settings.kafka_bootstrap, settings.topic_prefix)
-        if r.role == "apiserver"
+        r.pid for r in find_roles(settings.kafka_bootstrap, settings.topic_prefix) if r.role == role
     )
     # .json: speedscope; .txt: collapsed stacks (one line per stack, count last); else an svg
     fmt = {".json": "speedscope", ".txt": "raw"}.get(Path(out).suffix, "flamegraph")
@@ -404,8 +402,9 @@ def main() -> None:
         "--stages", action="store_true", help="read the log after: when each event was written"
     )
     parser.add_argument(
-        "--py-spy", metavar="OUT", help="record the apiserver with py-spy (.svg, .json or .txt)"
+        "--py-spy", metavar="OUT", help="record a role with py-spy (.svg, .json or .txt)"
     )
+    parser.add_argument("--py-spy-role", default="apiserver", help="the role --py-spy records")
     parser.add_argument(
         "--insecure-http", action="store_true", help="plain HTTP, no authentication"
     )
