@@ -16,12 +16,12 @@ a decoded pod changed in place and not put back keeps its change only while it s
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Collection, Iterable, Iterator, MutableMapping
 from typing import TypeVar
 
 from pydantic import BaseModel
 
+from inplace.core.projection.recent import DEFAULT_HELD, RecentObjects, resize_in_flight
 from schemas.k8s import Pod
 from schemas.podview import PodResources, controller_kind
 
@@ -29,20 +29,6 @@ NsName = tuple[str, str]
 View = TypeVar("View", bound=BaseModel)
 
 DEFAULT_HOT = 2048
-# Decoded pods kept beyond the hot set while a resize of theirs is under way: a resize's
-# steps (Proposed, Allocated, Actuated) reach a role seconds apart when a load runs ahead of
-# the kubelet, long enough for thousands of other pods to pass through the hot set, and each
-# step then decoded the pod again and serialized it again when it left (in the scheduler and
-# quota that was ~45% of their CPU at 1,000 nodes / 50,000 pods). Transient: a held pod goes
-# back to the hot set at its next step (at most ~18 KB each).
-DEFAULT_HELD = 4096
-
-
-def _in_flight(pod: Pod) -> bool:
-    """A resize asked for and not yet allocated, or allocated and not yet actuated: its next
-    step is on its way to every role that folds it."""
-    status = pod.status
-    return status is not None and status.resize in ("Proposed", "InProgress")
 
 
 class _Entry:
@@ -66,21 +52,16 @@ def pod_json(pod: Pod) -> bytes:
 class PodStore(MutableMapping[NsName, Pod]):
     def __init__(self, hot: int = DEFAULT_HOT, held: int = DEFAULT_HELD) -> None:
         self._entries: dict[NsName, _Entry] = {}
-        self._hot: OrderedDict[NsName, Pod] = OrderedDict()
-        self._capacity = max(1, hot)
-        # Pods the hot set let go while a resize of theirs was under way (`_in_flight`), kept
-        # decoded, oldest first, until its next step comes (at most `held` of them).
-        self._held: OrderedDict[NsName, Pod] = OrderedDict()
-        self._held_capacity = held
+        # The `hot` pods used last, and up to `held` more mid-resize (recent.py).
+        self._decoded_pods: RecentObjects[NsName, Pod] = RecentObjects(hot, held, resize_in_flight)
 
     # --- the mapping ------------------------------------------------------------------------
 
     def __getitem__(self, key: NsName) -> Pod:
-        pod = self._hot.get(key)
+        pod = self._decoded_pods.touch(key)
         if pod is not None:
-            self._hot.move_to_end(key)
             return pod
-        pod = self._held.pop(key, None)
+        pod = self._decoded_pods.find(key)
         if pod is None:
             pod = Pod.model_validate_json(self._entries[key].raw or b"")
         self._admit(key, pod)
@@ -102,8 +83,7 @@ class PodStore(MutableMapping[NsName, Pod]):
 
     def __delitem__(self, key: NsName) -> None:
         del self._entries[key]
-        self._hot.pop(key, None)
-        self._held.pop(key, None)
+        self._decoded_pods.pop(key)
 
     def __iter__(self) -> Iterator[NsName]:
         return iter(self._entries)
@@ -144,8 +124,7 @@ class PodStore(MutableMapping[NsName, Pod]):
 
     def put_json(self, key: NsName, raw: bytes, *, rv: int, node: str) -> None:
         """Hold a pod as its JSON (a snapshot row), undecoded."""
-        self._hot.pop(key, None)
-        self._held.pop(key, None)
+        self._decoded_pods.pop(key)
         self._entries[key] = _Entry(raw, rv, node, None)
 
     def take_newer(self, other: PodStore) -> list[NsName]:
@@ -155,8 +134,7 @@ class PodStore(MutableMapping[NsName, Pod]):
         for key, theirs in other._entries.items():
             held = self._entries.get(key)
             if held is None or held.rv < theirs.rv:
-                self._hot.pop(key, None)
-                self._held.pop(key, None)
+                self._decoded_pods.pop(key)
                 raw = other.json(key)
                 self._entries[key] = _Entry(raw, theirs.rv, theirs.node, theirs.controller)
                 taken.append(key)
@@ -219,21 +197,10 @@ class PodStore(MutableMapping[NsName, Pod]):
 
     def _decoded(self, key: NsName) -> Pod | None:
         """The decoded pod, hot or held, without changing either's order."""
-        pod = self._hot.get(key)
-        return pod if pod is not None else self._held.get(key)
+        return self._decoded_pods.find(key)
 
     def _admit(self, key: NsName, pod: Pod) -> None:
-        hot = self._hot
-        hot[key] = pod
-        hot.move_to_end(key)
-        self._held.pop(key, None)
-        while len(hot) > self._capacity:
-            old_key, old = hot.popitem(last=False)
-            if _in_flight(old) and self._held_capacity > 0:
-                self._held[old_key] = old
-                if len(self._held) <= self._held_capacity:
-                    continue
-                old_key, old = self._held.popitem(last=False)
+        for old_key, old in self._decoded_pods.put(key, pod):
             self._let_go(old_key, old)
 
     def _let_go(self, key: NsName, pod: Pod) -> None:

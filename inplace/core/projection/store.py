@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from inplace.core.bus.consumer import Batch
 from inplace.core.projection.podstore import PodStore, pod_json
+from inplace.core.projection.recent import DEFAULT_HELD, resize_in_flight
 from inplace.core.projection.reducers import locate, resource_version
 from inplace.core.projection.state import ClusterState
 from inplace.core.projection.warm import Warm
@@ -84,7 +85,7 @@ class ProjectionStore:
         self.schema = check_schema_name(schema)
         self.consumer = consumer
         # What the last batches wrote, for the next ones that touch the same objects.
-        self._pods: Warm[Pod] = Warm()
+        self._pods: Warm[Pod] = Warm(held=DEFAULT_HELD, holds=resize_in_flight)
         self._events: Warm[Event] = Warm()
 
     # --- offsets ----------------------------------------------------------------------------

@@ -11,8 +11,10 @@ another member of the group wrote after a rebalance, an object forgotten for roo
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
+
+from inplace.core.projection.recent import RecentObjects
 
 NsName = tuple[str, str]
 # A few batches' worth (the events of one resize span a few); decoded objects kept longer
@@ -34,26 +36,31 @@ T = TypeVar("T", bound=_Versioned)
 
 
 class Warm(Generic[T]):
-    """At most `capacity` objects by key, the least recently remembered forgotten first."""
+    """At most `capacity` objects by key, the least recently remembered forgotten first;
+    beyond them up to `held` more while `holds` says their next change is on its way (a pod
+    mid-resize, as PodStore holds one: recent.py)."""
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
-        self._items: OrderedDict[NsName, T] = OrderedDict()
-        self._capacity = max(1, capacity)
+    def __init__(
+        self,
+        capacity: int = DEFAULT_CAPACITY,
+        held: int = 0,
+        holds: Callable[[T], bool] | None = None,
+    ) -> None:
+        self._items: RecentObjects[NsName, T] = RecentObjects(capacity, held, holds)
 
     def version(self, key: NsName) -> int:
         """The resourceVersion the remembered object carries; -1 (no row has it) if none."""
-        obj = self._items.get(key)
+        obj = self._items.find(key)
         return -1 if obj is None else int(obj.metadata.resource_version or 0)
 
     def take(self, key: NsName) -> T:
         """The remembered object, handed over: it is the batch's to change now."""
-        return self._items.pop(key)
+        obj = self._items.pop(key)
+        assert obj is not None  # asked only for a key whose version matched its row
+        return obj
 
     def remember(self, key: NsName, obj: T | None) -> None:
         """`obj` as this batch leaves it (None: it no longer exists)."""
-        self._items.pop(key, None)
-        if obj is None:
-            return
-        self._items[key] = obj
-        if len(self._items) > self._capacity:
-            self._items.popitem(last=False)
+        self._items.pop(key)
+        if obj is not None:
+            self._items.put(key, obj)  # what it lets go is dropped: the rows have it
