@@ -8,12 +8,28 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass, field
 
 from inplace.core.bus.podheaders import pod_headers
 from inplace.core.bus.producer import EventProducer, Position
 from inplace.core.observability.metrics import EVENTS_PRODUCED, LOG_WRITE_SECONDS
 from inplace.core.readmodel import ReadModel
 from schemas.envelope import Cause, Envelope, EventPayload, UserInfo
+
+
+@dataclass
+class Queued:
+    """Events handed to the producer (`LogWriter.queue`), not yet waited for."""
+
+    sent: list[tuple[asyncio.Future[Position], bytes]] = field(default_factory=list)
+    started: float = 0.0
+
+    def __add__(self, other: Queued) -> Queued:
+        if not self.sent:
+            return other
+        if not other.sent:
+            return self
+        return Queued([*self.sent, *other.sent], min(self.started, other.started))
 
 
 class LogWriter:
@@ -76,13 +92,31 @@ class LogWriter:
         """Write events decided together in one go, in order, and wait once: for the last of
         them on each partition this model follows (a partition applies in order), instead of
         a log round trip per event."""
+        return await self.settle(await self.queue(payloads, cause=cause, user=user), within)
+
+    async def queue(
+        self,
+        payloads: list[EventPayload],
+        *,
+        cause: Envelope | Cause | None = None,
+        user: UserInfo | None = None,
+    ) -> Queued:
+        """Hand events to the producer, in order, without waiting: a writer with more to
+        write right after (the kubelet actuating the allocation it just decided) sends both
+        in one request and waits once (`settle`). What is written later goes after them on
+        each partition."""
         started = time.perf_counter()
         sent = [
             await self._send(Envelope.wrap(p, producer=self.role, cause=cause, user=user))
             for p in payloads
         ]
-        written = [(await future, encoded) for future, encoded in sent]
-        self._write_seconds.observe(time.perf_counter() - started)
+        return Queued(sent, started)
+
+    async def settle(self, queued: Queued, within: float = 30.0) -> list[Position]:
+        """Wait until the broker has `queued` and this process's read model applied it; its
+        positions."""
+        written = [(await future, encoded) for future, encoded in queued.sent]
+        self._write_seconds.observe(time.perf_counter() - queued.started)
         await self._seen(written, within)
         return [position for position, _ in written]
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from inplace.core.logwriter import LogWriter
+from inplace.core.logwriter import LogWriter, Queued
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.envelope import Cause, EventPayload
@@ -140,6 +140,10 @@ class NodeAgent:
         self._simulating: set[str] = set()  # pods whose usage an annotation sets
         self.model = model
         self.writer = writer
+        # An accepted resize's allocation, handed to the producer and not yet waited for
+        # while the runtime applies it (`_reconcile_resize`): its Actuated goes in the same
+        # request, one log round trip for both. Every other write waits for it first.
+        self._unsettled = Queued()
         self.causes = causes
         self.pods: dict[str, PodRuntime] = {}
         # The node's Ready condition as last looked at (None: not yet): its pods are made
@@ -211,6 +215,7 @@ class NodeAgent:
     ) -> None:
         """Say on the PodResizeInProgress condition why an accepted resize is not done yet;
         once per distinct note (a retry that fails the same way writes nothing new)."""
+        await self._settle()  # the allocation's InProgress, read below
         pod = self._live(key)
         if pod is None or pod.status.resize != "InProgress":
             return
@@ -410,7 +415,15 @@ class NodeAgent:
         return pod
 
     async def _write(self, payload: EventPayload, key: str) -> None:
-        await self.writer.write(payload, cause=self.causes.get(key))
+        queued = await self.writer.queue([payload], cause=self.causes.get(key))
+        self._unsettled = self._unsettled + queued
+        await self._settle()
+
+    async def _settle(self) -> None:
+        """Wait until what this agent queued is on the log and in its read model."""
+        queued, self._unsettled = self._unsettled, Queued()
+        if queued.sent:
+            await self.writer.settle(queued)
 
     async def _event(self, pod: Pod, reason: str, message: str, kind: EventType = "Normal") -> None:
         event = self._event_of(pod, reason, message, kind)
@@ -762,6 +775,15 @@ class NodeAgent:
         self._retry_deferred("pod_deleted")
 
     async def _reconcile_resize(self, key: str, pod: Pod) -> None:
+        try:
+            await self._resize(key, pod)
+        except BaseException:
+            # What it queued reaches the log anyway; the retry reads it from there.
+            self._unsettled = Queued()
+            raise
+        await self._settle()
+
+    async def _resize(self, key: str, pod: Pod) -> None:
         """Carry out what `resize_step` decides (resizestep.py: the pure part), with the
         bookkeeping around it: the checkpoint, metrics, the Deferred queue and its timer.
 
@@ -783,7 +805,12 @@ class NodeAgent:
         if step.allocation is not None:
             # Held as JSON from here (allocatedpods.py): nothing of the live pod is kept.
             self.checkpoint = self.checkpoint.with_pod(step.allocation)
-        await self._carry_out(key, pod, step)
+        # An accepted allocation is sent as the runtime applies it, not waited for: its
+        # Actuated follows in the same request (a crash between the two leaves the proposal
+        # open on the log, decided again from the allocations the log has, as after any
+        # restart). What reads the pod's status waits for it first (`_settle`).
+        accepted = step.allocation is not None and step.outcome not in ("deferred", "infeasible")
+        await self._carry_out(key, pod, step, later=accepted)
         if step.frees_room:
             self._retry_deferred("pod_resized")
         if step.outcome in ("deferred", "infeasible"):
@@ -793,6 +820,7 @@ class NodeAgent:
             return
         if not await self._actuate(key, generation, complete=True):
             return
+        await self._settle()
         # Usually the Actuated just written completed it; this completes a resize whose
         # actual resources the log already showed (nothing new to report).
         pod = self._live(key)
@@ -811,13 +839,17 @@ class NodeAgent:
             POD_RESIZE_MS.labels("true").observe((time.monotonic() - started) * 1000)
         self._attempts.pop(key, None)
 
-    async def _carry_out(self, key: str, pod: Pod, step: Step) -> None:
+    async def _carry_out(self, key: str, pod: Pod, step: Step, *, later: bool = False) -> None:
         # One step's events were decided together: one write, one wait (the allocation with
-        # its InProgress and the ResizeStarted Event, or a status and its Event).
+        # its InProgress and the ResizeStarted Event, or a status and its Event); `later`:
+        # queued only, for the next write to wait for with its own.
         events = [self._event_of(pod, n.reason, n.message, n.type) for n in step.notices]
         writes = [*step.writes, *(e for e in events if e is not None)]
         if writes:
-            await self.writer.write_all(writes, cause=self.causes.get(key))
+            queued = await self.writer.queue(writes, cause=self.causes.get(key))
+            self._unsettled = self._unsettled + queued
+        if not later:
+            await self._settle()
 
     def _book(self, key: str, pod: Pod, step: Step) -> None:
         """Metrics and the Deferred queue for one step (kubelet_* resize metrics, ResizeBook)."""

@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from inplace.core.bus.consumer import Record
 from inplace.core.bus.producer import Position
-from inplace.core.logwriter import LogWriter
+from inplace.core.logwriter import LogWriter, Queued
 from inplace.core.projection.podstore import PodStore
 from inplace.core.projection.state import ClusterState
 from inplace.core.readmodel import ReadModel
@@ -51,6 +51,7 @@ class Cluster:
         self.state = ClusterState(pods=self.pods)
         self.agent: NodeAgent | None = None
         self.written: list[EventPayload] = []
+        self.settled: list[list[EventPayload]] = []  # what each wait of the agent's covered
         self.faults: list[Fault] = []
         self._offset = 0
 
@@ -74,6 +75,17 @@ class Cluster:
     ) -> None:
         for payload in payloads:
             await self.write(payload, cause=cause)
+
+    async def queue(self, payloads: list[EventPayload], *, cause: Envelope | None = None) -> Queued:
+        """Held until `settle`, which writes them in order (a fault surfaces there, as the
+        producer's error or the read-back's timeout does)."""
+        held: list[tuple[Any, bytes]] = [(payload, b"") for payload in payloads]
+        return Queued(held, 0.0)
+
+    async def settle(self, queued: Queued) -> None:
+        self.settled.append([cast(EventPayload, payload) for payload, _ in queued.sent])
+        for payload in self.settled[-1]:
+            await self.write(payload)
 
     def apply(self, payload: EventPayload, producer: str = "apiserver") -> None:
         env = Envelope.wrap(payload, producer=producer, time=T0 + timedelta(seconds=self._offset))
