@@ -35,7 +35,7 @@ from inplace.core.projection import reducers
 from inplace.core.projection.podstore import NsName, PodStore
 from inplace.core.projection.reducers import position_of, resource_version
 from inplace.core.projection.snapshot import PROJECTED_TOPICS, load_pods_on, load_snapshot
-from inplace.core.projection.state import ClusterState
+from inplace.core.projection.state import ClusterState, resource_version_of
 from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.envelope import decode
@@ -169,16 +169,10 @@ def _namespace_of(obj: Any) -> str | None:
     return value
 
 
-def _rv_of(obj: Any) -> int:
-    meta = obj.get("metadata", {}) if isinstance(obj, dict) else obj.metadata
-    rv = meta.get("resourceVersion") if isinstance(meta, dict) else meta.resource_version
-    return int(rv or 0)
-
-
 def _newest_rv(objects: Any) -> int:
     if isinstance(objects, PodStore):
         return objects.newest_resource_version()  # without decoding every pod
-    return max((_rv_of(obj) for obj in objects.values()), default=0)
+    return max((int(resource_version_of(obj) or 0) for obj in objects.values()), default=0)
 
 
 def as_json(obj: Any, resource_version: str | None = None) -> bytes:

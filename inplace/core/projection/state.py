@@ -123,13 +123,17 @@ def _at_version(objects: MutableMapping[Any, Any], key: Any, version: str) -> bo
         held = objects.resource_version(key)  # without decoding the pod
         return held is None or str(held) == version
     obj = objects.get(key)
-    if obj is None:
-        return True
-    if isinstance(obj, dict):  # namespaces are kept as their JSON
-        current: str | None = obj.get("metadata", {}).get("resourceVersion")
+    return obj is None or resource_version_of(obj) == version
+
+
+def resource_version_of(obj: Any) -> str | None:
+    """An object's metadata.resourceVersion, from a model or from its JSON (namespaces are
+    kept as their JSON)."""
+    if isinstance(obj, dict):
+        rv: str | None = obj.get("metadata", {}).get("resourceVersion")
     else:
-        current = obj.metadata.resource_version
-    return current == version
+        rv = obj.metadata.resource_version
+    return rv
 
 
 def allocation_json(allocated: ev.Allocated) -> bytes:

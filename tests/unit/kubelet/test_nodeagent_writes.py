@@ -24,4 +24,3 @@ async def test_an_accepted_resize_is_allocated_and_actuated_in_one_wait() -> Non
         assert [_kinds(batch) for batch in cluster.settled] == [
             ["Allocated", "ResizeStarted", "Actuated", "ResizeCompleted"]
         ]
-
