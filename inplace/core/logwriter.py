@@ -71,15 +71,8 @@ class LogWriter:
         user: UserInfo | None = None,
         within: float = 30.0,
     ) -> Position:
-        envelope = Envelope.wrap(
-            payload, producer=self.role, cause=cause, correlation_id=correlation_id, user=user
-        )
-        started = time.perf_counter()
-        sent, encoded = await self._send(envelope)
-        position = await sent
-        self._write_seconds.observe(time.perf_counter() - started)
-        await self._seen([(position, encoded)], within)
-        return position
+        queued = await self.queue([payload], cause=cause, correlation_id=correlation_id, user=user)
+        return (await self.settle(queued, within))[0]
 
     async def write_all(
         self,
@@ -99,6 +92,7 @@ class LogWriter:
         payloads: list[EventPayload],
         *,
         cause: Envelope | Cause | None = None,
+        correlation_id: str | None = None,
         user: UserInfo | None = None,
     ) -> Queued:
         """Hand events to the producer, in order, without waiting: a writer with more to
@@ -107,7 +101,11 @@ class LogWriter:
         each partition."""
         started = time.perf_counter()
         sent = [
-            await self._send(Envelope.wrap(p, producer=self.role, cause=cause, user=user))
+            await self._send(
+                Envelope.wrap(
+                    p, producer=self.role, cause=cause, correlation_id=correlation_id, user=user
+                )
+            )
             for p in payloads
         ]
         return Queued(sent, started)

@@ -415,9 +415,13 @@ class NodeAgent:
         return pod
 
     async def _write(self, payload: EventPayload, key: str) -> None:
-        queued = await self.writer.queue([payload], cause=self.causes.get(key))
-        self._unsettled = self._unsettled + queued
+        await self._queue([payload], key)
         await self._settle()
+
+    async def _queue(self, writes: list[EventPayload], key: str) -> None:
+        """Hand `writes` to the producer after what this agent queued before, unwaited."""
+        if writes:
+            self._unsettled += await self.writer.queue(writes, cause=self.causes.get(key))
 
     async def _settle(self) -> None:
         """Wait until what this agent queued is on the log and in its read model."""
@@ -844,10 +848,7 @@ class NodeAgent:
         # its InProgress and the ResizeStarted Event, or a status and its Event); `later`:
         # queued only, for the next write to wait for with its own.
         events = [self._event_of(pod, n.reason, n.message, n.type) for n in step.notices]
-        writes = [*step.writes, *(e for e in events if e is not None)]
-        if writes:
-            queued = await self.writer.queue(writes, cause=self.causes.get(key))
-            self._unsettled = self._unsettled + queued
+        await self._queue([*step.writes, *(e for e in events if e is not None)], key)
         if not later:
             await self._settle()
 

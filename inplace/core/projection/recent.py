@@ -45,9 +45,6 @@ class RecentObjects(Generic[K, T]):
         self._held_capacity = held if holds is not None else 0
         self._holds = holds
 
-    def __len__(self) -> int:
-        return len(self._recent) + len(self._held)
-
     def touch(self, key: K) -> T | None:
         """The object if it is one of the recent ones, now the most recent of them (the hot
         path: no admission, nothing let go)."""
