@@ -47,6 +47,8 @@ class LogWriter:
         self._write_seconds = LOG_WRITE_SECONDS.labels(role)
 
     def _remember(self, position: Position) -> None:
+        if position in self._unapplied:  # at its ack, then at its settle
+            return
         if len(self._unapplied) >= self._prune_at:
             # Ones the model passed over unapplied (a record its filter skipped: a node
             # handed to another process before its write came back) are never asked about.
@@ -128,7 +130,7 @@ class LogWriter:
                 continue
             where = (position.topic, position.partition)
             if self._tell_own and not self.model.holds(position):
-                self._remember(position)
+                self._remember(position)  # if its ack's callback has not run yet
             if where in behind or not self.model.apply_own(position, encoded):
                 behind[where] = position
         for position in behind.values():
@@ -139,5 +141,21 @@ class LogWriter:
         headers = pod_headers(envelope.payload, self.model.state.pods)
         encoded = envelope.encode()
         future = await self.producer.send(envelope, headers=headers, encoded=encoded)
+        future.add_done_callback(self._acked)
         EVENTS_PRODUCED.labels(self.role, envelope.type).inc()
         return future, encoded
+
+    def _acked(self, future: asyncio.Future[Position]) -> None:
+        """Remember the write as soon as the broker acks it, before its waiter resumes: a
+        queued write the fetch brings back before `settle` is still told as this writer's
+        (`own`). Its error is taken here too, so a write whose wait was dropped (a failed
+        step) is not reported as a never-retrieved exception; the waiter still gets it."""
+        if future.cancelled() or future.exception() is not None:
+            return
+        position = future.result()
+        if (
+            self._tell_own
+            and position.topic in self.model.topics
+            and not self.model.holds(position)
+        ):
+            self._remember(position)

@@ -4,18 +4,20 @@ offset, else one read-your-writes wait per partition."""
 from __future__ import annotations
 
 import asyncio
+import gc
 from typing import Any
 
 import pytest
 from aiokafka import TopicPartition
 
+from inplace.core.bus.consumer import Record
 from inplace.core.bus.producer import Position
 from inplace.core.logwriter import LogWriter
 from inplace.core.projection.state import ClusterState
 from inplace.core.readmodel import ReadModel
 from inplace.core.settings import Settings
 from schemas import events as ev
-from schemas.envelope import Envelope
+from schemas.envelope import Envelope, decode
 from tests import factories
 
 
@@ -131,3 +133,50 @@ async def test_writes_the_model_passed_over_are_forgotten() -> None:
         await writer.write(ev.PodUpdated(**ids, labels={}), within=0.01)  # offset 4096
     assert not writer.own(Position(tp.topic, 0, 0))  # forgotten when the next one came
     assert writer.own(Position(tp.topic, 0, 4096))
+
+
+async def test_a_queued_write_the_fetch_brings_back_before_it_settles_is_still_own() -> None:
+    # The kubelet queues its allocation and settles it after actuating: the fetch may apply
+    # the record in between, and it must still be told as this writer's (no second reconcile).
+    settings = Settings()
+    model = ReadModel(settings, role="kubelet", topics=(ev.PODS,), window=0)
+    model.ready.set()
+    writer = LogWriter(Producer(settings.topic_prefix), model, "kubelet", tell_own=True)  # type: ignore[arg-type]
+    seen: list[tuple[int, bool]] = []
+    model.on_apply(
+        lambda record: seen.append((record.position.offset, writer.own(record.position)))
+    )
+    ids: dict[str, Any] = {"namespace": "a", "name": "p", "uid": "u"}
+    queued = await writer.queue([ev.PodCreated(**ids, pod=factories.pod("a", "p"))])
+    await asyncio.sleep(0)  # the ack's callbacks run
+    ((future, encoded),) = queued.sent
+    position = future.result()
+    model._apply(Record(position, decode(encoded)))  # as the fetch brings it back
+    model.applied[TopicPartition(position.topic, position.partition)] = position.offset + 1
+    assert await writer.settle(queued) == [position]
+    assert seen == [(0, True)]  # applied once, by the fetch, and told as its own
+
+
+class FailingProducer(Producer):
+    async def send(
+        self, envelope: Envelope, *, headers: dict[str, str] | None = None, encoded: bytes
+    ) -> asyncio.Future[Position]:
+        future: asyncio.Future[Position] = asyncio.get_running_loop().create_future()
+        future.set_exception(ConnectionError("broker gone"))
+        return future
+
+
+async def test_a_failed_write_whose_wait_was_dropped_is_not_reported_unretrieved() -> None:
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _, context: reported.append(context))
+    writer = LogWriter(FailingProducer(), Model(), "kubelet", tell_own=True)  # type: ignore[arg-type]
+    ids: dict[str, Any] = {"namespace": "a", "name": "p", "uid": "u"}
+    queued = await writer.queue([ev.ResizeStatusChanged(**ids, resize="InProgress")])
+    await asyncio.sleep(0)
+    del queued  # a failed step drops its wait (NodeAgent._reconcile_resize)
+    gc.collect()
+    assert reported == []
+    # A writer that waits still hears of the error.
+    with pytest.raises(ConnectionError):
+        await writer.write(ev.ResizeStatusChanged(**ids, resize=None))
