@@ -86,6 +86,9 @@ class Kubelet:
             role=ROLE,
             topics=(ev.PODS, ev.NODES),
             window=0,
+            # 0 by default (config.py); when set, an idle kubelet's fetch still returns with
+            # the first record (consumer.follow_flow): a lone resize is not delayed.
+            fetch_wait_ms=self.config.fetch_wait_ms,
             snapshot=self.config.start_from_projection,
             allocations=True,
             claimed=self._allocation_held,
