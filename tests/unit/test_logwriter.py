@@ -54,6 +54,19 @@ class Model:
         return False  # behind: another writer's record comes first
 
 
+def telling_writer(settings: Settings) -> tuple[ReadModel, LogWriter, list[tuple[int, bool]]]:
+    """A ready kubelet model, a `tell_own` writer on it, and what a listener of the model
+    hears: (offset, was it the writer's own) for each applied record."""
+    model = ReadModel(settings, role="kubelet", topics=(ev.PODS,), window=0)
+    model.ready.set()
+    writer = LogWriter(Producer(settings.topic_prefix), model, "kubelet", tell_own=True)  # type: ignore[arg-type]
+    seen: list[tuple[int, bool]] = []
+    model.on_apply(
+        lambda record: seen.append((record.position.offset, writer.own(record.position)))
+    )
+    return model, writer, seen
+
+
 async def test_events_decided_together_are_written_in_order_and_waited_for_once() -> None:
     producer, model = Producer(), Model()
     writer = LogWriter(producer, model, "kubelet")  # type: ignore[arg-type]
@@ -99,13 +112,7 @@ async def test_writes_the_model_is_ready_for_are_applied_without_waiting() -> No
 
 async def test_a_listener_tells_its_own_writes_from_others() -> None:
     settings = Settings()
-    model = ReadModel(settings, role="kubelet", topics=(ev.PODS,), window=0)
-    model.ready.set()
-    writer = LogWriter(Producer(settings.topic_prefix), model, "kubelet", tell_own=True)  # type: ignore[arg-type]
-    seen: list[tuple[int, bool]] = []
-    model.on_apply(
-        lambda record: seen.append((record.position.offset, writer.own(record.position)))
-    )
+    model, writer, seen = telling_writer(settings)
     ids: dict[str, Any] = {"namespace": "a", "name": "p", "uid": "u"}
     await writer.write(ev.PodCreated(**ids, pod=factories.pod("a", "p")))
     await writer.write_all([ev.PodBound(**ids, node_name="n1"), ev.PodUpdated(**ids, labels={})])
@@ -139,13 +146,7 @@ async def test_a_queued_write_the_fetch_brings_back_before_it_settles_is_still_o
     # The kubelet queues its allocation and settles it after actuating: the fetch may apply
     # the record in between, and it must still be told as this writer's (no second reconcile).
     settings = Settings()
-    model = ReadModel(settings, role="kubelet", topics=(ev.PODS,), window=0)
-    model.ready.set()
-    writer = LogWriter(Producer(settings.topic_prefix), model, "kubelet", tell_own=True)  # type: ignore[arg-type]
-    seen: list[tuple[int, bool]] = []
-    model.on_apply(
-        lambda record: seen.append((record.position.offset, writer.own(record.position)))
-    )
+    model, writer, seen = telling_writer(settings)
     ids: dict[str, Any] = {"namespace": "a", "name": "p", "uid": "u"}
     queued = await writer.queue([ev.PodCreated(**ids, pod=factories.pod("a", "p"))])
     await asyncio.sleep(0)  # the ack's callbacks run
