@@ -205,6 +205,7 @@ class ReadModel:
         demands: bool = False,
         accept: Accept | None = None,
         fetch_wait_ms: int = 0,
+        hold_while: Callable[[], bool] | None = None,
     ) -> None:
         """`window` is how many changes each collection keeps for watch resume; 0 means this
         holder serves no watches (only the apiserver does), so no per-change snapshot of the
@@ -228,8 +229,11 @@ class ReadModel:
         skips other processes' nodes, see `take_pods_on` for taking more later).
 
         `fetch_wait_ms`: for a role no resize waits on (OFF_PATH_FETCH_WAIT_MS), fewer and
-        fuller fetches at up to that much more lag (LogFollower)."""
+        fuller fetches at up to that much more lag (LogFollower). `hold_while`: hold them
+        only while this says so, asked after each poll (the kubelet: while work waits in its
+        queues, so a record fetched sooner would only wait there); None: while records flow."""
         self.settings = settings
+        self.hold_while = hold_while
         override = settings.follow_fetch_wait_ms
         self.fetch_wait_ms = fetch_wait_ms if override is None else override
         self.role = role
@@ -336,6 +340,7 @@ class ReadModel:
             role=self.role,
             accept=self.accept,
             fetch_wait_ms=self._fetch_wait_now,
+            hold_while=self.hold_while,
         )
         tps = await follower.start(resume)
         self._follower, self._partitions = follower, tps

@@ -40,15 +40,15 @@ class KubeletConfig(GroupMember):  # processes of one configuration share the no
     # behaviour): first after `first` seconds, then every `period` while any waits.
     deferred_retry_first: float = Field(default=30.0, gt=0)
     deferred_retry_period: float = Field(default=180.0, gt=0)
-    # Held fetches trade latency for CPU (README Performance, session 27): at 5 ms an open-loop
-    # load cost the kubelet 13-15% less CPU per resize, but a closed loop (each client waiting
-    # for its resize) ran 10% slower. Off by default: a resize waits on the kubelet.
+    # Held while work waits in the node agents' queues (kubelet.BACKLOG_TO_HOLD): under an
+    # open-loop load holding at 5 ms took 13-15% off the kubelet's CPU per resize; held
+    # always, a closed loop (each client waiting for its resize) ran 10% slower (README).
     fetch_wait_ms: int = Field(
-        default=0,
+        default=5,
         ge=0,
         le=1000,
-        description="while pod records flow, the broker holds each fetch up to this long "
-        "(or until 64 KiB are there): fewer, fuller fetches; 0: a fetch per new record",
+        description="while reconciles are queued, the broker holds each fetch up to this "
+        "long (or until 64 KiB are there): fewer, fuller fetches; 0: never held",
     )
     runtime_timeout: float = Field(
         default=30.0, gt=0, description="a runtime call taking longer is an error, retried"

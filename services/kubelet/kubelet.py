@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from functools import partial
 
@@ -37,6 +38,7 @@ from services.kubelet.metrics import (
     OWNED_NODE,
     PENDING_RESIZES,
     PODS_RESTORING,
+    QUEUED_RECONCILES,
 )
 from services.kubelet.nodeagent import NODE_KEY, NodeAgent
 from services.kubelet.nodes import node_names, node_object
@@ -48,6 +50,12 @@ from services.kubelet.usage import UsageSampler, sample_forever
 
 ROLE = "kubelet"
 RESTORES_AT_ONCE = 4  # nodes putting their re-admitted pods back into the runtime at once
+# Fetches are held (config.fetch_wait_ms) only while at least this many reconciles wait in
+# the node agents' queues, counted at most every BACKLOG_EVERY_S: a record fetched a few ms
+# sooner would wait behind them anyway, so holding costs no latency then. With less queued
+# (a closed loop, a paced load) every fetch returns at once, as a resize waits on it.
+BACKLOG_TO_HOLD = 16
+BACKLOG_EVERY_S = 0.05
 log = logging.getLogger(__name__)
 
 
@@ -86,9 +94,8 @@ class Kubelet:
             role=ROLE,
             topics=(ev.PODS, ev.NODES),
             window=0,
-            # 0 by default (config.py); when set, an idle kubelet's fetch still returns with
-            # the first record (consumer.follow_flow): a lone resize is not delayed.
             fetch_wait_ms=self.config.fetch_wait_ms,
+            hold_while=self._backlogged,
             snapshot=self.config.start_from_projection,
             allocations=True,
             claimed=self._allocation_held,
@@ -121,11 +128,14 @@ class Kubelet:
             instance=f"{self.config.instance}/{self.config.node_prefix}",
             stop_timeout=self.config.runtime_timeout,
         )
+        self._backlog = 0  # reconciles queued over the node agents, when last counted
+        self._backlog_counted = 0.0
         # pod key → the node agent it was last routed to (the only one that may hold it).
         self._routed: dict[str, str] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._restore_wanted = asyncio.Event()  # nodes were handed pods to re-admit
         PODS_RESTORING.set_function(lambda: self.restoring)
+        QUEUED_RECONCILES.set_function(lambda: sum(a.queued for a in self.agents.values()))
         # The resize gauges are read from the process's book when scraped, not set per step.
         for reason in ("deferred", "infeasible"):
             PENDING_RESIZES.labels(reason).set_function(partial(self.book.pending_count, reason))
@@ -133,6 +143,14 @@ class Kubelet:
         self._writer: LogWriter
         self._wrote: Callable[[Position], bool] = lambda _: False  # its writer's `own`
         self.model.on_apply(self._on_apply)
+
+    def _backlogged(self) -> bool:
+        """Enough work queued in the node agents to hold fetches (BACKLOG_TO_HOLD)."""
+        now = time.monotonic()
+        if now >= self._backlog_counted + BACKLOG_EVERY_S:
+            self._backlog_counted = now
+            self._backlog = sum(agent.queued for agent in self.agents.values())
+        return self._backlog >= BACKLOG_TO_HOLD
 
     @property
     def ready(self) -> bool:

@@ -53,6 +53,11 @@ OWNED_NODE = Gauge(
     "1 for each node this kubelet process serves (its consumer group's share of the nodes)",
     ["node"],
 )
+# As client-go's workqueue_depth: what the node agents have yet to reconcile.
+QUEUED_RECONCILES = Gauge(
+    "inplace_kubelet_queued_reconciles",
+    "Pods (and node changes) waiting in this process's node agents' queues for a reconcile",
+)
 PODS_RESTORING = Gauge(
     "inplace_kubelet_pods_restoring",
     "Pods of a restart or node takeover, re-admitted from the checkpoint, not yet put back "

@@ -172,6 +172,11 @@ class NodeAgent:
 
     # --- queue ------------------------------------------------------------------------------
 
+    @property
+    def queued(self) -> int:
+        """Keys waiting for their reconcile (the one in hand not counted)."""
+        return len(self._queued)
+
     def enqueue(self, key: str) -> None:
         if key not in self._queued:
             self._queued[key] = None

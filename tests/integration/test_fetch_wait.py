@@ -54,24 +54,33 @@ class SentFetches:
         return Counter(self.since_mark())  # how many of each kind (short, when it fails)
 
 
+@contextlib.asynccontextmanager
+async def following(model: ReadModel) -> AsyncIterator[SentFetches]:
+    """`model` following the log (caught up), and the fetch requests of its follower."""
+    task = asyncio.create_task(model.run())
+    try:
+        await asyncio.wait_for(model.ready.wait(), 30)
+        assert model._follower is not None
+        yield SentFetches(model._follower._consumer)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 @pytest.fixture
-async def followed(settings: Settings) -> AsyncIterator[ReadModel]:
+async def followed(settings: Settings) -> AsyncIterator[tuple[ReadModel, SentFetches]]:
     model = ReadModel(
         settings, role="quota", topics=(ev.POLICY,), window=0, fetch_wait_ms=OFF_PATH_FETCH_WAIT_MS
     )
-    task = asyncio.create_task(model.run())
-    await asyncio.wait_for(model.ready.wait(), 30)
-    yield model
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    async with following(model) as fetches:
+        yield model, fetches
 
 
 @pytest.fixture
-def fetches(followed: ReadModel) -> SentFetches:
+def fetches(followed: tuple[ReadModel, SentFetches]) -> SentFetches:
     """The fetch requests of the followed read model's follower."""
-    assert followed._follower is not None
-    return SentFetches(followed._follower._consumer)
+    return followed[1]
 
 
 @contextlib.contextmanager
@@ -113,20 +122,49 @@ async def test_held_while_records_flow_waiting_for_the_first_while_idle(
 
 
 async def test_hurry_makes_fetches_prompt_for_a_while_then_held_again(
-    followed: ReadModel, fetches: SentFetches, producer: EventProducer
+    followed: tuple[ReadModel, SentFetches], fetches: SentFetches, producer: EventProducer
 ) -> None:
+    model, _ = followed
     with records_flowing(producer):
         await until(fetches.counted, lambda c: c[HELD] >= 3, "held fetches while records flow")
 
-        followed.hurry(seconds=1.0)
+        model.hurry(seconds=1.0)
         fetches.from_now()
         await until(fetches.counted, lambda c: c[PROMPT] >= 3, "prompt fetches after hurry")
 
-        followed.hurry(seconds=3.0)  # hurried again: prompt until this one's time is up
+        model.hurry(seconds=3.0)  # hurried again: prompt until this one's time is up
         fetches.from_now()
         await until(fetches.counted, lambda c: c[HELD] >= 1, "held fetches once its time is up")
         after = fetches.since_mark()
         assert after[: after.index(HELD)].count(PROMPT) >= 3, "prompt fetches until then"
+
+
+async def test_held_only_while_the_holder_says_so(
+    settings: Settings, producer: EventProducer
+) -> None:
+    """The kubelet holds its fetches only while reconciles wait in its queues (`hold_while`):
+    with nothing queued a resize waits on its fetch, so each returns at the first record."""
+    queued = {"work": False}
+    model = ReadModel(
+        settings,
+        role="kubelet",
+        topics=(ev.POLICY,),
+        window=0,
+        fetch_wait_ms=5,
+        hold_while=lambda: queued["work"],
+    )
+    held = (5, FULL_FETCH_BYTES)
+    async with following(model) as fetches:
+        with records_flowing(producer):
+            fetches.from_now()
+            await until(fetches.counted, lambda c: c[PROMPT] >= 5, "fetches while records flow")
+            assert held not in fetches.since_mark(), "nothing queued: never held"
+            queued["work"] = True
+            fetches.from_now()
+            await until(fetches.counted, lambda c: c[held] >= 3, "held once work is queued")
+            queued["work"] = False
+            fetches.from_now()
+            await until(fetches.counted, lambda c: c[PROMPT] >= 3, "prompt again once drained")
 
 
 async def test_a_lingering_consumer_group_member_waits_for_the_first_record_while_idle(

@@ -345,15 +345,18 @@ class LogFollower:
         role: str,
         accept: Accept | None = None,
         fetch_wait_ms: int = 0,
+        hold_while: Callable[[], bool] | None = None,
     ) -> None:
         """`fetch_wait_ms` > 0: while records flow the broker answers a fetch once
         FULL_FETCH_BYTES are there or after this long, so a follower fetches fewer, fuller
         batches at up to that much more lag (for roles no user waits on; 0: each fetch returns
-        what there is at once); while none come, a fetch waits for the first (`batches`)."""
+        what there is at once); while none come, a fetch waits for the first (`batches`).
+        `hold_while`: and only while it says so (asked after each poll)."""
         self._topics = topics
         self._role = role
         self._accept = accept
         self._wait_ms = fetch_wait_ms
+        self._hold_while = hold_while
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=bootstrap,
             **aiokafka_options(),
@@ -361,7 +364,7 @@ class LogFollower:
             enable_auto_commit=False,
             isolation_level="read_committed",
             max_poll_records=5000,
-            **held_fetches(fetch_wait_ms),
+            **held_fetches(fetch_wait_ms if self._holding() else 0),
         )
         # End offsets over a connection of their own: a broker answers one connection's
         # requests in order, and behind the follower's long-poll fetch (the broker holds it up
@@ -412,7 +415,11 @@ class LogFollower:
         """From the next fetch on, let the broker hold fetches up to `wait_ms` while records
         flow (0: never; a fetch the broker holds now still ends as it was asked)."""
         self._wait_ms = wait_ms
-        fetch_as(self._consumer, wait_ms)
+        fetch_as(self._consumer, wait_ms if self._holding() else 0)
+
+    def _holding(self) -> bool:
+        """May fetches be held now (`hold_while`)?"""
+        return self._hold_while is None or self._hold_while()
 
     async def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         return dict(await self._offsets.end_offsets(tps))
@@ -430,7 +437,7 @@ class LogFollower:
         lies before it is not decoded (`decode_batch`)."""
         while True:
             raw = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=5000)
-            follow_flow(self._consumer, self._wait_ms, bool(raw))
+            follow_flow(self._consumer, self._wait_ms, bool(raw) and self._holding())
             yield await decode_batch(raw, self._role, None, self._accept, applied)
 
     async def position(self, tp: TopicPartition) -> int:
