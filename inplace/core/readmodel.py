@@ -230,8 +230,8 @@ class ReadModel:
 
         `fetch_wait_ms`: for a role no resize waits on (OFF_PATH_FETCH_WAIT_MS), fewer and
         fuller fetches at up to that much more lag (LogFollower). `hold_while`: hold them
-        only while this says so, asked after each poll (the kubelet: while work waits in its
-        queues, so a record fetched sooner would only wait there); None: while records flow."""
+        only while this says so, asked after each poll (e.g. while the holder's own work is
+        queued, so a record fetched sooner would only wait there); None: while records flow."""
         self.settings = settings
         self.hold_while = hold_while
         override = settings.follow_fetch_wait_ms

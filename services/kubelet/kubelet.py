@@ -135,7 +135,7 @@ class Kubelet:
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._restore_wanted = asyncio.Event()  # nodes were handed pods to re-admit
         PODS_RESTORING.set_function(lambda: self.restoring)
-        QUEUED_RECONCILES.set_function(lambda: sum(a.queued for a in self.agents.values()))
+        QUEUED_RECONCILES.set_function(self.queued_reconciles)
         # The resize gauges are read from the process's book when scraped, not set per step.
         for reason in ("deferred", "infeasible"):
             PENDING_RESIZES.labels(reason).set_function(partial(self.book.pending_count, reason))
@@ -144,12 +144,16 @@ class Kubelet:
         self._wrote: Callable[[Position], bool] = lambda _: False  # its writer's `own`
         self.model.on_apply(self._on_apply)
 
+    def queued_reconciles(self) -> int:
+        """What the node agents of this process have yet to reconcile."""
+        return sum(agent.queued for agent in self.agents.values())
+
     def _backlogged(self) -> bool:
         """Enough work queued in the node agents to hold fetches (BACKLOG_TO_HOLD)."""
         now = time.monotonic()
         if now >= self._backlog_counted + BACKLOG_EVERY_S:
             self._backlog_counted = now
-            self._backlog = sum(agent.queued for agent in self.agents.values())
+            self._backlog = self.queued_reconciles()
         return self._backlog >= BACKLOG_TO_HOLD
 
     @property
