@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import gc
 import random
-from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,7 +14,7 @@ from aiokafka.structs import ConsumerRecord
 from google.protobuf.message import Message
 
 from inplace.core.bus.consumer import Batch, Record, decode_batch
-from inplace.core.bus.headers import TYPE_HEADER, Accept
+from inplace.core.bus.headers import NODE_HEADER, TYPE_HEADER, Accept
 from inplace.core.bus.producer import Position
 from inplace.core.projection.state import ClusterState
 from inplace.core.readmodel import ReadModel
@@ -589,9 +589,14 @@ def fold(*payloads: ev.EventPayload) -> ClusterState:
     return state
 
 
-def raw_records(stream: Iterable[Envelope], topics: Collection[str]) -> list[ConsumerRecord]:  # type: ignore[type-arg]
+def raw_records(
+    stream: Iterable[Envelope],
+    topics: Collection[str],
+    nodes: Mapping[str, str] | None = None,
+) -> list[ConsumerRecord]:  # type: ignore[type-arg]
     """The records of `stream` on `topics` as a reader fetches them: partition 0, offsets from
-    0 per topic, with the `type` header EventProducer.send writes."""
+    0 per topic, with the `type` header EventProducer.send writes, and the `node` header of
+    the envelopes `nodes` names by id (podheaders.py)."""
     offsets: dict[str, int] = {}
     raw = []
     for env in stream:
@@ -600,6 +605,8 @@ def raw_records(stream: Iterable[Envelope], topics: Collection[str]) -> list[Con
         offset = offsets[env.topic] = offsets.get(env.topic, -1) + 1
         key, value = env.key.encode(), env.encode()
         headers = [(TYPE_HEADER, env.type.encode())]
+        if nodes is not None and env.id in nodes:
+            headers.append((NODE_HEADER, nodes[env.id].encode()))
         raw.append(
             ConsumerRecord(
                 env.topic, 0, offset, 0, 0, key, value, None, len(key), len(value), headers
@@ -609,14 +616,18 @@ def raw_records(stream: Iterable[Envelope], topics: Collection[str]) -> list[Con
 
 
 async def feed(
-    model: ReadModel, stream: Sequence[Envelope], accept: Accept | None = None, batch: int = 50
+    model: ReadModel,
+    stream: Sequence[Envelope],
+    accept: Accept | None = None,
+    batch: int = 50,
+    nodes: Mapping[str, str] | None = None,
 ) -> AsyncIterator[int]:
     """Give `model` the records of `stream` on its topics as its LogFollower would (`raw_records`),
     `batch` at a time through `decode_batch` (which skips what `accept` does not take,
     undecoded), applied in order. Yields after each batch how many records were skipped so far:
     the same stream and batch size stop at the same log positions whatever `accept` is, so two
     readers can be compared there. (Topics without a prefix: Settings() has none.)"""
-    raw = raw_records(stream, model.topics)
+    raw = raw_records(stream, model.topics, nodes)
     applied = 0
     for start in range(0, len(raw), batch):
         chunk = raw[start : start + batch]
@@ -627,6 +638,7 @@ async def feed(
         assert not decoded.malformed
         for record in decoded.records:
             model._apply(record)
+        model.batch_applied()
         applied += len(decoded.records)
         yield start + len(chunk) - applied
 

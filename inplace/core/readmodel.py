@@ -243,6 +243,7 @@ class ReadModel:
         self.use_snapshot = snapshot
         self.topics = [settings.topic(t) for t in topics]
         self._listeners: list[Callable[[Record], None]] = []
+        self._batch_listeners: list[Callable[[], None]] = []
         self._seeders: list[Callable[[], None]] = []
         self.keep_allocations = allocations
         self.claimed = claimed
@@ -360,6 +361,7 @@ class ReadModel:
                 applied = self.applied
                 for record in batch.records:
                     self._apply(record)
+                self.batch_applied()
                 for tp, nxt in batch.next_offsets.items():
                     if nxt > applied.get(tp, 0):
                         applied[tp] = nxt
@@ -392,6 +394,15 @@ class ReadModel:
         """Call `seed` once the state was loaded from a snapshot: a holder that indexes what it
         sees in `on_apply` builds the same index from the objects instead."""
         self._seeders.append(seed)
+
+    def on_batch(self, listener: Callable[[], None]) -> None:
+        """Call `listener` once each batch's records are applied: what its reader's `accept`
+        saw while the batch was decoded (before any of it was applied) acts in log order."""
+        self._batch_listeners.append(listener)
+
+    def batch_applied(self) -> None:
+        for listener in self._batch_listeners:
+            listener()
 
     def on_apply(self, listener: Callable[[Record], None]) -> None:
         """Call `listener` after each record is applied (e.g. to release a reservation); not

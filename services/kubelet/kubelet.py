@@ -106,6 +106,7 @@ class Kubelet:
         # so none has to be taken over later).
         self.owned: set[str] = set()
         self._filtering = False
+        self._skipped: set[tuple[str, str]] = set()  # this batch's pods bound elsewhere
         self._adopting: set[str] = set()  # simulated nodes being taken over
         self._to_adopt: list[str] = []  # registered, their take-over not begun yet
         self.names = node_names(self.config)
@@ -143,6 +144,7 @@ class Kubelet:
         self._writer: LogWriter
         self._wrote: Callable[[Position], bool] = lambda _: False  # its writer's `own`
         self.model.on_apply(self._on_apply)
+        self.model.on_batch(self._forget_skipped)
 
     def queued_reconciles(self) -> int:
         """What the node agents of this process have yet to reconcile."""
@@ -199,8 +201,17 @@ class Kubelet:
             return True
         if raw.key:  # bound to another process's node: forget it if we held it unbound
             namespace, _, name = raw.key.decode().partition("/")
-            self._forget((namespace, name))
+            self._skipped.add((namespace, name))
         return False
+
+    def _forget_skipped(self) -> None:
+        """Forget the pods a skipped record bound elsewhere, once the batch is applied: its
+        records before the binding were decoded but not applied yet when it was skipped, and
+        those after it (a resize written before its writer saw the binding) would have built
+        an unbound pod newer than the binding, which a take-over of that node skips as old."""
+        for key in self._skipped:
+            self._forget(key)
+        self._skipped.clear()
 
     def _allocation_held(self, key: tuple[str, str]) -> bool:
         """The pod's allocation is its node agent's to keep (re-admitted there)."""
