@@ -5,11 +5,20 @@ inplace/core/projection/reducers.py), and roles aggregate differently, as Kubern
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections import OrderedDict
+from datetime import UTC, datetime
+from typing import Any
 
 from schemas.k8s import Event, EventSource, EventType, ObjectMeta, ObjectReference
 
-__all__ = ["MAX_MESSAGE", "SpamFilter", "event_about", "occurrence_name", "reference"]
+__all__ = [
+    "MAX_MESSAGE",
+    "Correlator",
+    "SpamFilter",
+    "event_about",
+    "occurrence_name",
+    "reference",
+]
 
 # events/v1 refuses notes over 1 KiB; the recorders cut them there.
 MAX_MESSAGE = 1024
@@ -20,6 +29,12 @@ MAX_MESSAGE = 1024
 SPAM_BURST = 25
 SPAM_REFILL_S = 300.0
 SPAM_OBJECTS = 4096
+
+# Its EventAggregator: past 10 different messages about one object with one type and reason
+# within 10 minutes, the next ones become one combined Event, its message prefixed so.
+SIMILAR_EVENTS = 10
+SIMILAR_WITHIN_S = 600.0
+COMBINED = "(combined from similar events): "
 
 
 def reference(kind: str, meta: ObjectMeta, api_version: str = "v1") -> ObjectReference:
@@ -103,3 +118,65 @@ class SpamFilter:
         if len(self._buckets) > self.objects:
             del self._buckets[next(iter(self._buckets))]
         return allowed
+
+
+class Correlator:
+    """client-go's EventCorrelator (tools/record/events_cache.go), through which a kubelet
+    records: it names each Event and decides which ones aggregate.
+
+    An Event is named `<object>.<unix nanos in hex>` at its first occurrence (so a LIST, in
+    name order, lists an object's Events in the order they happened, which `kubectl describe`
+    keeps for Events of the same second); the same Event again (object, type, reason and
+    message) reuses that name, and the log's fold counts it (count + 1, lastTimestamp).
+    From the 10th different message about one object, type and reason within 10 minutes,
+    they are one combined Event. Then the spam filter (`SpamFilter`) may hold it back.
+
+    Unlike client-go's caches (4,096 entries each, kept until pushed out), an entry not seen
+    for 10 minutes is dropped too: one process runs the recorders of many nodes here."""
+
+    __slots__ = ("_names", "_similar", "entries", "spam")
+
+    def __init__(self, spam: SpamFilter | None = None, entries: int = SPAM_OBJECTS) -> None:
+        self.spam = spam if spam is not None else SpamFilter()
+        self.entries = entries
+        # (object, type, reason) → (its messages seen, when last); LRU order.
+        self._similar: OrderedDict[tuple[str, str, str], tuple[set[str], float]] = OrderedDict()
+        # (object, type, reason[, message]) → (the Event's name, when last); LRU order.
+        self._names: OrderedDict[tuple[str, ...], tuple[str, float]] = OrderedDict()
+
+    def correlate(self, event: Event, now: float, wall: datetime | None = None) -> Event | None:
+        """`event` as the recorder writes it (named, perhaps combined), or None when the spam
+        filter holds it back. `now`: monotonic seconds; `wall`: the time its name is made of."""
+        involved = event.involved_object
+        about = f"{involved.kind}/{involved.namespace}/{involved.name}/{involved.uid}"
+        similar = (about, event.type or "", event.reason or "")
+        message = event.message or ""
+        seen, last = self._similar.pop(similar, (set(), now))
+        if now - last > SIMILAR_WITHIN_S:
+            seen = set()
+        seen.add(message)
+        key: tuple[str, ...] = (*similar, message)
+        if len(seen) >= SIMILAR_EVENTS:
+            seen.discard(message)  # client-go keeps the set from growing past the bound
+            key, message = similar, (COMBINED + message)[:MAX_MESSAGE]
+        self._similar[similar] = (seen, now)
+        found = self._names.pop(key, None)
+        if found is None or now - found[1] > SIMILAR_WITHIN_S:
+            name = occurrence_name(involved.name or "", wall or datetime.now(UTC))
+        else:
+            name = found[0]
+        self._names[key] = (name, now)
+        self._forget(self._similar, now)
+        self._forget(self._names, now)
+        if not self.spam.allow(about, now):
+            return None
+        meta = event.metadata.model_copy(update={"name": name})
+        return event.model_copy(update={"metadata": meta, "message": message})
+
+    def _forget(self, cache: OrderedDict[Any, tuple[Any, float]], now: float) -> None:
+        """Drop the least recent entries past the bound or unseen for 10 minutes."""
+        while cache:
+            oldest = next(iter(cache.values()))
+            if len(cache) <= self.entries and now - oldest[1] <= SIMILAR_WITHIN_S:
+                return
+            cache.popitem(last=False)

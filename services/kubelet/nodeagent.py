@@ -26,12 +26,13 @@ from schemas import events as ev
 from schemas.envelope import Cause, EventPayload
 from schemas.k8s import (
     RESOURCE_MEMORY,
+    Event,
     EventType,
     ObjectMeta,
     Pod,
     ResourceList,
 )
-from schemas.kubeevents import SpamFilter, event_about, reference
+from schemas.kubeevents import Correlator, event_about, reference
 from schemas.nodeswap import planning_capacity
 from schemas.quantity import Quantity
 from services.kubelet.actuation import (
@@ -125,7 +126,7 @@ class NodeAgent:
     ) -> None:
         self.name = name
         self.book = book if book is not None else ResizeBook()
-        self.spam = SpamFilter()  # this node's Event recorder holds back a pod's spam
+        self.recorder = Correlator()  # this node's Event recorder: names, aggregates, spam
         self._trigger: dict[str, str] = {}  # deferred key → what last retried it
         self._noted: dict[str, tuple[str | None, str]] = {}  # key → its InProgress note
         # Deferred resizes are also retried on a timer (first, then every), as the kubelet
@@ -445,12 +446,9 @@ class NodeAgent:
         """The Event to write, or None when the spam filter holds it back (schemas.kubeevents:
         25 about one pod, then one every 5 minutes, as a kubelet's recorder allows)."""
         meta = pod.metadata
-        if not self._may_record(f"Pod/{meta.namespace}/{meta.name}/{meta.uid}"):
-            return None
-        # Named `<pod>.<reason>`: a repeated reason aggregates on one Event (count grows).
         event = event_about(
             reference("Pod", ObjectMeta(name=meta.name, namespace=meta.namespace, uid=meta.uid)),
-            name=f"{meta.name}.{reason.lower()}",
+            name="",  # the recorder names it
             namespace=meta.namespace,
             reason=reason,
             message=message,
@@ -459,14 +457,16 @@ class NodeAgent:
             instance=self.name,
             host=self.name,
         )
-        return ev.KubeEventRecorded(event=event)
+        recorded = self._record(event)
+        return None if recorded is None else ev.KubeEventRecorded(event=recorded)
 
-    def _may_record(self, involved: str) -> bool:
-        """May this node's recorder write an Event about `involved` now (its spam filter)?"""
-        if self.spam.allow(involved, time.monotonic()):
-            return True
-        EVENTS_SPAM_FILTERED.inc()
-        return False
+    def _record(self, event: Event) -> Event | None:
+        """`event` as this node's recorder writes it (client-go's correlator: named by its
+        first occurrence, aggregated), or None when its spam filter holds it back."""
+        recorded = self.recorder.correlate(event, time.monotonic())
+        if recorded is None:
+            EVENTS_SPAM_FILTERED.inc()
+        return recorded
 
     @staticmethod
     def _ids(pod: Pod) -> dict[str, str]:
@@ -532,8 +532,9 @@ class NodeAgent:
             failed, condition, event = resync_failure(self.name, str(exc), self._resync_failed)
             await self._write_node(failed)
             await self._write_node(condition)
-            if self._may_record(f"Node/{self.name}"):
-                await self._write_node(event)
+            recorded = self._record(event.event)
+            if recorded is not None:
+                await self._write_node(ev.KubeEventRecorded(event=recorded))
             asyncio.get_running_loop().call_later(
                 retry_delay(self._resync_failed, initial=0.5, maximum=60), self.enqueue, NODE_KEY
             )

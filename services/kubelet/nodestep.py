@@ -115,11 +115,11 @@ def resync_failure(
 ) -> tuple[ev.NodeResizeFailed, ev.NodeConditionChanged, ev.KubeEventRecorded]:
     """A resync step failed (KEP-3953: retried from step 1 "along with a FailedNodeResize
     event and condition"): the log event, the condition, and the Warning Event (in the
-    default namespace, where Kubernetes puts Node events; the recorder's spam filter decides
-    whether it is written)."""
+    default namespace, where Kubernetes puts Node events; the node's recorder names it and
+    decides whether it is written)."""
     event = event_about(
         ObjectReference(kind="Node", name=node, api_version="v1"),
-        name=f"{node}.failednoderesize",
+        name="",  # the recorder names it (schemas.kubeevents.Correlator)
         namespace="default",
         reason="FailedNodeResize",
         message=f"node resize resync failed: {error}",

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from schemas.k8s import ObjectMeta
-from schemas.kubeevents import MAX_MESSAGE, SpamFilter, event_about, occurrence_name, reference
+from schemas.k8s import Event, ObjectMeta
+from schemas.kubeevents import (
+    MAX_MESSAGE,
+    Correlator,
+    SpamFilter,
+    event_about,
+    occurrence_name,
+    reference,
+)
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 POD = reference("Pod", ObjectMeta(name="web-0", namespace="shop", uid="u1", resource_version="7"))
@@ -70,3 +77,54 @@ def test_the_spam_filter_forgets_the_least_recent_object() -> None:
     assert spam.allow("c", 1.0)  # b forgotten
     assert spam.allow("b", 1.0)  # b again: a full bucket, as for an object never seen
     assert not spam.allow("c", 1.0)
+
+
+def _occurrence(message: str, reason: str = "ResizeStarted") -> Event:
+    return event_about(
+        POD,
+        name="",
+        namespace="shop",
+        reason=reason,
+        message=message,
+        component="kubelet",
+        instance="node-1",
+    )
+
+
+def test_the_correlator_names_each_event_at_its_first_occurrence() -> None:
+    recorder = Correlator()
+    first = recorder.correlate(_occurrence("generation 2"), 0.0, NOW)
+    again = recorder.correlate(_occurrence("generation 2"), 1.0, NOW + timedelta(seconds=1))
+    later = recorder.correlate(_occurrence("generation 3"), 2.0, NOW + timedelta(seconds=2))
+    assert first is not None and again is not None and later is not None
+    assert first.metadata.name == occurrence_name("web-0", NOW)
+    assert again.metadata.name == first.metadata.name  # the same Event: its count grows
+    assert later.metadata.name > first.metadata.name  # a new one, listed after it
+    assert later.message == "generation 3"
+
+
+def test_the_tenth_different_message_within_ten_minutes_is_combined() -> None:
+    recorder = Correlator()
+    names = [
+        recorder.correlate(_occurrence(f"generation {g}"), float(g), NOW + timedelta(seconds=g))
+        for g in range(12)
+    ]
+    assert all(e is not None for e in names)
+    plain, combined = names[:9], names[9:]
+    assert len({e.metadata.name for e in plain if e}) == 9
+    assert [e.message for e in combined if e] == [
+        f"(combined from similar events): generation {g}" for g in (9, 10, 11)
+    ]
+    assert len({e.metadata.name for e in combined if e}) == 1  # one Event, counted
+    other = recorder.correlate(_occurrence("done", reason="ResizeCompleted"), 12.0, NOW)
+    assert other is not None and other.message == "done"  # another reason: its own
+
+
+def test_the_correlator_forgets_after_ten_minutes_and_spam_is_held_back() -> None:
+    recorder = Correlator(spam=SpamFilter(burst=2))
+    first = recorder.correlate(_occurrence("same"), 0.0, NOW)
+    soon = recorder.correlate(_occurrence("same"), 1.0, NOW)
+    assert first is not None and soon is not None and soon.metadata.name == first.metadata.name
+    assert recorder.correlate(_occurrence("same"), 2.0, NOW) is None  # the spam filter
+    after = recorder.correlate(_occurrence("same"), 2.0 + 601.0, NOW + timedelta(seconds=603))
+    assert after is not None and after.metadata.name != first.metadata.name

@@ -186,29 +186,37 @@ async def test_resize_events_as_the_kubelet_emits_them(
         assert resize_pending(infeasible)["observedGeneration"] == 3  # type: ignore[index]
         assert infeasible["status"]["observedGeneration"] == 3
 
-        # Repeated events aggregate on one Event (count, firstTimestamp kept, lastTimestamp
-        # and message from the latest), like the kubelet's event correlator.
+        # Each resize its own Events, named at their first occurrence (`<pod>.<nanos hex>`,
+        # client-go's correlator): a LIST (in name order) and `kubectl describe` (which keeps
+        # that order within a second) show them as they happened.
         assert (
             await http.patch(f"{base}/a/resize", json=cpu("300m"), headers=SMP)
         ).status_code == 200
 
-        async def started() -> dict[str, Any] | None:
+        async def resize_events() -> list[dict[str, Any]]:
             items = (await http.get(events_url)).json()["items"]
-            return next(
-                (
-                    e
-                    for e in items
-                    if e["involvedObject"]["name"] == "a"
-                    and e["reason"] == "ResizeStarted"
-                    and e["count"] == 2
-                ),
-                None,
-            )
+            return [e for e in items if e["involvedObject"]["name"] == "a"]
 
-        again = await until(started, lambda e: e is not None, "ResizeStarted twice")
-        assert again["message"].startswith("Pod resize started: {")
-        assert again["message"].endswith('"generation":4}')
-        assert again["firstTimestamp"] <= again["lastTimestamp"]
+        def reasons(events: list[dict[str, Any]]) -> list[str]:
+            return [e["reason"] for e in events if e["reason"].startswith("Resize")]
+
+        listed = await until(
+            resize_events, lambda es: reasons(es).count("ResizeCompleted") == 2, "two resizes"
+        )
+        assert reasons(listed) == [
+            "ResizeStarted",  # generation 2
+            "ResizeCompleted",
+            "ResizeInfeasible",  # generation 3
+            "ResizeStarted",  # generation 4
+            "ResizeCompleted",
+        ]
+        first, second = [e for e in listed if e["reason"] == "ResizeStarted"]
+        assert first["message"].endswith('"generation":2}')
+        assert second["message"].endswith('"generation":4}')
+        assert first["count"] == second["count"] == 1
+        described = (await kubectl(apiserver, "describe", "pod", "a")).stdout
+        rows = [line.split() for line in described.split("Events:")[1].splitlines()]
+        assert [r[1] for r in rows if r and r[1].startswith("Resize")] == reasons(listed)
 
         assert (
             await http.patch(f"{base}/b/resize", json=cpu("3900m"), headers=SMP)
