@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 __all__ = [
     "ContainerNotRunningError",
@@ -148,8 +148,19 @@ class RuntimeServiceError(RuntimeError):
         self.message = message
 
 
+_T = TypeVar("_T")
+
+
 class NotFoundError(RuntimeServiceError):
     """No such sandbox or container (gRPC NotFound)."""
+
+
+def found(table: Mapping[str, _T], key: str, method: str, what: str) -> _T:
+    """`table[key]`, or NotFound for `method` (`what`: "no such container", …)."""
+    try:
+        return table[key]
+    except KeyError:
+        raise NotFoundError(method, key, what) from None
 
 
 class ContainerNotRunningError(RuntimeServiceError):

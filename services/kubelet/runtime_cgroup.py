@@ -46,11 +46,11 @@ from services.kubelet.cri import (
     ContainerStats,
     ContainerStatus,
     LinuxContainerResources,
-    NotFoundError,
     PodSandboxState,
     PodSandboxStatus,
     ResourceUpdateError,
     RuntimeServiceError,
+    found,
 )
 
 __all__ = [
@@ -415,16 +415,10 @@ class CgroupRuntime:
     # -- lookups --------------------------------------------------------------------------------
 
     def _sandbox(self, sandbox_id: str, method: str) -> _Sandbox:
-        try:
-            return self._sandboxes[sandbox_id]
-        except KeyError:
-            raise NotFoundError(method, sandbox_id, "no such pod sandbox") from None
+        return found(self._sandboxes, sandbox_id, method, "no such pod sandbox")
 
     def _container(self, container_id: str, method: str) -> _Container:
-        try:
-            return self._containers[container_id]
-        except KeyError:
-            raise NotFoundError(method, container_id, "no such container") from None
+        return found(self._containers, container_id, method, "no such container")
 
     def _children(self, sandbox_id: str) -> list[_Container]:
         return [c for c in self._containers.values() if c.sandbox_id == sandbox_id]

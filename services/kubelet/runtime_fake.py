@@ -28,13 +28,13 @@ from services.kubelet.cri import (
     ContainerStats,
     ContainerStatus,
     LinuxContainerResources,
-    NotFoundError,
     PodSandboxState,
     PodSandboxStatus,
     ResourceUpdateError,
     RuntimeService,
     RuntimeServiceError,
     RuntimeUnavailableError,
+    found,
 )
 from services.kubelet.interning import InternTable
 
@@ -248,16 +248,10 @@ class FakeRuntime:
         return self._values.held(key, resources)
 
     def _sandbox(self, sandbox_id: str, method: str) -> _Sandbox:
-        try:
-            return self._sandboxes[sandbox_id]
-        except KeyError:
-            raise NotFoundError(method, sandbox_id, "no such pod sandbox") from None
+        return found(self._sandboxes, sandbox_id, method, "no such pod sandbox")
 
     def _container(self, container_id: str, method: str) -> _Container:
-        try:
-            return self._containers[container_id]
-        except KeyError:
-            raise NotFoundError(method, container_id, "no such container") from None
+        return found(self._containers, container_id, method, "no such container")
 
     def _children(self, sandbox_id: str) -> list[_Container]:
         sandbox = self._sandboxes.get(sandbox_id)
