@@ -16,6 +16,7 @@ __all__ = [
     "Correlator",
     "SpamFilter",
     "event_about",
+    "last_written",
     "occurrence_name",
     "reference",
 ]
@@ -47,6 +48,12 @@ def reference(kind: str, meta: ObjectMeta, api_version: str = "v1") -> ObjectRef
         uid=meta.uid,
         resource_version=meta.resource_version,
     )
+
+
+def last_written(event: Event) -> datetime | None:
+    """When the Event was last recorded or updated, as far as it says (what the apiserver's
+    event TTL counts from)."""
+    return event.last_timestamp or event.event_time or event.metadata.creation_timestamp
 
 
 def occurrence_name(object_name: str, now: datetime) -> str:

@@ -32,6 +32,7 @@ from inplace.core.observability.metrics import (
     START_SOURCE,
 )
 from inplace.core.projection import reducers
+from inplace.core.projection.eventstore import EventStore
 from inplace.core.projection.podstore import NsName, PodStore
 from inplace.core.projection.reducers import position_of, resource_version
 from inplace.core.projection.snapshot import PROJECTED_TOPICS, load_pods_on, load_snapshot
@@ -170,8 +171,8 @@ def _namespace_of(obj: Any) -> str | None:
 
 
 def _newest_rv(objects: Any) -> int:
-    if isinstance(objects, PodStore):
-        return objects.newest_resource_version()  # without decoding every pod
+    if isinstance(objects, PodStore | EventStore):
+        return objects.newest_resource_version()  # without decoding every object
     return max((int(resource_version_of(obj) or 0) for obj in objects.values()), default=0)
 
 
@@ -260,6 +261,7 @@ class ReadModel:
         # of deep-copying each one (a few copies per resize in the apiserver).
         self.state = ClusterState(
             pods=PodStore(),
+            events=EventStore(),
             allocations={} if allocations else None,
             claimed=claimed,
             adopt_payloads=True,
@@ -450,8 +452,8 @@ class ReadModel:
         else:
             snapshot = as_json(after)
             kind = "ADDED" if before is None else "MODIFIED"
-            if isinstance(objects, PodStore):
-                objects.settle(key, snapshot)  # the pod's stored form, serialized once
+            if isinstance(objects, PodStore | EventStore):
+                objects.settle(key, snapshot)  # the stored form, serialized once
         self.collections[collection].publish(
             WatchEvent(kind, rv, _namespace_of(after if after is not None else before), snapshot)
         )

@@ -17,14 +17,10 @@ from datetime import UTC, datetime, timedelta
 from schemas import events as ev
 from schemas.envelope import EventPayload
 from schemas.k8s import Event
+from schemas.kubeevents import last_written
 
 CHUNK = 500  # deletions a write, as a namespace's deletion writes them
 log = logging.getLogger(__name__)
-
-
-def last_written(event: Event) -> datetime | None:
-    """When the Event was last recorded or updated, as far as it says."""
-    return event.last_timestamp or event.event_time or event.metadata.creation_timestamp
 
 
 def expired(
@@ -38,16 +34,18 @@ def expired(
 
 
 async def sweep_forever(
-    events: Callable[[], Iterable[Event]],
+    written_before: Callable[[datetime], Iterable[Event]],
     write: Callable[[list[EventPayload]], Awaitable[None]],
     ttl: timedelta,
     every: float,
 ) -> None:
-    """Every `every` seconds, write the deletions of the expired Events, CHUNK a write; a
-    failed write is logged and the next sweep tries again."""
+    """Every `every` seconds, write the deletions of the expired Events (`written_before`:
+    those last written at or before a time, EventStore.written_before, which decodes only
+    them), CHUNK a write; a failed write is logged and the next sweep tries again."""
     while True:
         await asyncio.sleep(every)
-        deletions: list[EventPayload] = list(expired(events(), datetime.now(UTC), ttl))
+        now = datetime.now(UTC)
+        deletions: list[EventPayload] = list(expired(written_before(now - ttl), now, ttl))
         try:
             for start in range(0, len(deletions), CHUNK):
                 await write(deletions[start : start + CHUNK])

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
+from inplace.core.projection.eventstore import EventStore
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.envelope import EventPayload
@@ -182,7 +183,9 @@ class ObjectHandlers:
         kind = self._kind(request)
         namespace = request.path_params.get("namespace")
         await not_older_than(request, self.model, kind.collection)
-        items = self.model.objects(kind.collection).items()  # ordered by the Listing
+        held = self.model.objects(kind.collection)
+        # Ordered by the Listing; Events held as JSON are parsed, no model built for each.
+        items = held.documents() if isinstance(held, EventStore) else held.items()
         objects = [
             o if isinstance(o, dict) else o.to_k8s()
             for k, o in items

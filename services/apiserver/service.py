@@ -118,7 +118,7 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         async def expire_events() -> None:
             await ready.wait()
             await eventttl.sweep_forever(
-                lambda: model.objects("events").values(),
+                lambda cutoff: model.objects("events").written_before(cutoff),  # EventStore
                 writer.commit_all,
                 timedelta(seconds=config.event_ttl_s),
                 config.event_sweep_s,

@@ -34,7 +34,8 @@ class ClusterState:
     resourcequotas: dict[NsName, ResourceQuota] = field(default_factory=dict)
     limitranges: dict[NsName, LimitRange] = field(default_factory=dict)
     poddisruptionbudgets: dict[NsName, PodDisruptionBudget] = field(default_factory=dict)
-    events: dict[NsName, Event] = field(default_factory=dict)
+    # Likewise a dict, or an EventStore holding them as JSON (read models: eventstore.py).
+    events: MutableMapping[NsName, Event] = field(default_factory=dict)
     # Kept in memory by read models only; the projector has no table for them yet.
     clonesets: dict[NsName, CloneSet] = field(default_factory=dict)
     # The kubelet's allocation checkpoint: each pod's latest Allocated (requests and limits),
@@ -147,7 +148,7 @@ def allocation_json(allocated: ev.Allocated) -> bytes:
 def _put(state: ClusterState, collection: str, key: Any, obj: Any) -> None:
     objects: dict[Any, Any] = getattr(state, collection)
     if obj is None:
-        objects.pop(key, None)
+        objects.pop(key, None)  # not pop: a store would decode what it drops
     else:
         objects[key] = obj
     touched = state.touched.get(collection)

@@ -13,6 +13,7 @@ import json
 import logging
 import sys
 from collections.abc import AsyncIterator, Iterable
+from datetime import datetime
 from typing import Any, TypeVar
 
 import asyncpg
@@ -20,6 +21,7 @@ from aiokafka import TopicPartition
 from pydantic import ValidationError
 
 from inplace.core.bus.consumer import Batch
+from inplace.core.projection.eventstore import EventStore
 from inplace.core.projection.podstore import PodStore, pod_json
 from inplace.core.projection.recent import DEFAULT_HELD, resize_in_flight
 from inplace.core.projection.reducers import locate, resource_version
@@ -145,8 +147,14 @@ class ProjectionStore:
         for r in await conn.fetch(query):
             key = (r["namespace"], r["name"])
             state.poddisruptionbudgets[key] = PodDisruptionBudget.model_validate_json(r["object"])
-        for r in await conn.fetch(f"SELECT namespace, name, object FROM {s}.events"):
-            state.events[(r["namespace"], r["name"])] = Event.model_validate_json(r["object"])
+        state.events = events = EventStore()
+        written = "object->>'lastTimestamp', object->>'eventTime'"
+        written += ", object->'metadata'->>'creationTimestamp'"
+        columns = f"namespace, name, resource_version, object, coalesce({written}) AS written"
+        async for r in _rows(conn, f"SELECT {columns} FROM {s}.events"):
+            at = datetime.fromisoformat(r["written"]) if r["written"] else None
+            key = (sys.intern(r["namespace"]), r["name"])
+            events.put_json(key, r["object"].encode(), rv=r["resource_version"], written=at)
         return state
 
     async def latest_requests(

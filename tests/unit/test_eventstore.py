@@ -1,0 +1,88 @@
+"""EventStore: Events held as JSON, decoded on demand, fold to exactly what decoded ones give."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from inplace.core.bus.consumer import Record
+from inplace.core.bus.producer import Position
+from inplace.core.projection.eventstore import EventStore, event_json
+from inplace.core.projection.state import ClusterState
+from schemas import events as ev
+from schemas.envelope import Envelope
+from schemas.k8s import Event, ObjectMeta
+from schemas.kubeevents import event_about, occurrence_name, reference
+from tests import factories
+
+T0 = datetime(2026, 11, 29, tzinfo=UTC)
+
+
+def _event(pod: str, at: datetime, reason: str = "Started") -> Event:
+    return event_about(
+        reference("Pod", ObjectMeta(name=pod, namespace="ns", uid=f"uid-{pod}")),
+        name=occurrence_name(pod, at),
+        namespace="ns",
+        reason=reason,
+        message=f"{reason} container app",
+        component="kubelet",
+        instance="node-1",
+        host="node-1",
+    )
+
+
+def _stream() -> list[Envelope]:
+    """Pods' Events recorded, recorded again (aggregated), and some deleted (expired)."""
+    out = [e for e in factories.every_type_stream(pods=20) if e.topic == ev.K8S_EVENTS]
+    recorded = [_event(f"p{i}", T0 + timedelta(seconds=i)) for i in range(30)]
+    for event in [*recorded, *recorded[::3]]:
+        out.append(Envelope.wrap(ev.KubeEventRecorded(event=event), producer="kubelet"))
+    for event in recorded[::5]:
+        out.append(Envelope.wrap(ev.KubeEventDeleted(event=event), producer="apiserver"))
+    return out
+
+
+def _fold(state: ClusterState, envelopes: list[Envelope]) -> ClusterState:
+    for offset, env in enumerate(envelopes):
+        state.apply(Record(Position(env.topic, 0, offset), env))
+    return state
+
+
+@pytest.mark.parametrize("hot", [1, 2, 7, 1024])
+def test_a_fold_into_the_store_equals_a_fold_into_decoded_events(hot: int) -> None:
+    envelopes = _stream()
+    plain = _fold(ClusterState(), envelopes)
+    stored = _fold(ClusterState(events=EventStore(hot=hot)), envelopes)
+    assert isinstance(stored.events, EventStore)
+    mine = [e for (ns, _), e in plain.events.items() if ns == "ns"]
+    assert len(mine) == 30 - 6  # every fifth deleted
+    assert sorted(e.count or 0 for e in mine) == [1] * 16 + [2] * 8  # every third again
+    assert sorted(stored.events) == sorted(plain.events)
+    documents = dict(stored.events.documents())
+    for key, event in plain.events.items():
+        assert stored.events[key].to_k8s() == event.to_k8s(), key
+        assert documents[key] == event.to_k8s(), key
+    assert stored.events.newest_resource_version() == max(
+        int(e.metadata.resource_version or 0) for e in plain.events.values()
+    )
+
+
+def test_the_ttl_sweep_decodes_only_the_events_written_before_its_cutoff() -> None:
+    store = EventStore(hot=1)
+    for i in range(4):
+        event = _event(f"p{i}", T0)
+        event.last_timestamp = T0 + timedelta(minutes=i)
+        event.metadata.resource_version = str(10 + i)
+        if i % 2:
+            store[("ns", f"p{i}")] = event  # written through the fold
+        else:  # a snapshot row, held undecoded
+            written = T0 + timedelta(minutes=i)
+            store.put_json(("ns", f"p{i}"), event_json(event), rv=10 + i, written=written)
+    old = store.written_before(T0 + timedelta(minutes=1))
+    assert [e.involved_object.name for e in old] == ["p0", "p1"]
+    assert store.newest_resource_version() == 13
+    assert json.loads(event_json(store[("ns", "p2")]))["lastTimestamp"] == "2026-11-29T00:02:00Z"
+    del store[("ns", "p0")]
+    assert ("ns", "p0") not in store and len(store) == 3
