@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from schemas.k8s import Pod
+from services.kubelet.podstatus import container_started
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,9 +36,5 @@ def notices(change: ImageChange) -> list[tuple[str, str]]:
     """(reason, message) of the Events a kubelet records for the restart, in order (its
     kuberuntime and image manager's words; the runtime pulls nothing, so "already present")."""
     name, image = change.container, change.image
-    return [
-        ("Killing", f"Container {name} definition changed, will be restarted"),
-        ("Pulled", f'Container image "{image}" already present on machine'),
-        ("Created", f"Created container: {name}"),
-        ("Started", f"Started container {name}"),
-    ]
+    killing = ("Killing", f"Container {name} definition changed, will be restarted")
+    return [killing, *container_started(name, image)]

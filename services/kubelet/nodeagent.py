@@ -75,7 +75,13 @@ from services.kubelet.metrics import (
 from services.kubelet.noderesize import resync_plan, with_swap_and_oom
 from services.kubelet.noderesize_metrics import RESYNC_ERRORS, RESYNC_REQUESTS
 from services.kubelet.nodestep import capacity_change, resync_failure, resync_recovered, unplug
-from services.kubelet.podstatus import image_id, node_ready, ready_again, running_event
+from services.kubelet.podstatus import (
+    image_id,
+    node_ready,
+    ready_again,
+    running_event,
+    start_notices,
+)
 from services.kubelet.resizebook import ResizeBook, infeasible_detail, requested_changes
 from services.kubelet.resizenotices import resize_message
 from services.kubelet.resizestep import (
@@ -719,7 +725,12 @@ class NodeAgent:
         await self._publish_actual(key, pod.metadata.generation)
         runtime = self.pods[key]
         node = self.model.get("nodes", self.name)
-        await self._write(running_event(pod, self.name, node, runtime.containers), key)
+        # The containers' Pulled / Created / Started Events, then Running, in one write.
+        notices = start_notices(pod, runtime.containers)
+        events = [self._event_of(pod, reason, message, "Normal") for reason, message in notices]
+        running = running_event(pod, self.name, node, runtime.containers)
+        await self._queue([*(e for e in events if e is not None), running], key)
+        await self._settle()
         return True
 
     async def _start(self, key: str, allocated: Pod) -> bool:

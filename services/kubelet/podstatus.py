@@ -9,7 +9,8 @@ Pure and deterministic (a replay of the log reproduces every value):
 - `imageID`: the image name with a digest derived from it, as runtimes report a pulled image.
 The reducer turns the event into containerStatuses[].state.running, `started`, `ready`,
 the addresses and the Initialized / ContainersReady / Ready / PodReadyToStartContainers
-conditions.
+conditions. With it, the Events a kubelet records for each container it starts
+(`start_notices`).
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ from schemas.resources import is_sidecar
 
 __all__ = [
     "container_id",
+    "container_started",
     "host_ip",
     "image_id",
     "node_ready",
     "pod_ip",
     "ready_again",
     "running_event",
+    "start_notices",
 ]
 
 _POD_PREFIX = bytes.fromhex("fd00001002440000")  # fd00:10:244:0::/64
@@ -93,6 +96,24 @@ def running_event(
         host_ip=host_ip(node_name, node),
         containers=started,
     )
+
+
+def container_started(name: str, image: str | None) -> list[tuple[str, str]]:
+    """(reason, message) of the Events a kubelet records starting one container, in its image
+    manager's and kuberuntime's words; the runtime pulls nothing, so the image is "already
+    present on machine"."""
+    return [
+        ("Pulled", f'Container image "{image}" already present on machine'),
+        ("Created", f"Created container: {name}"),
+        ("Started", f"Started container {name}"),
+    ]
+
+
+def start_notices(pod: Pod, runtime_ids: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The Events of a pod's start: each container the runtime started, in its order
+    (sidecars first, as the kubelet starts them)."""
+    images = {c.name: c.image for c in [*(pod.spec.init_containers or []), *pod.spec.containers]}
+    return [notice for name in runtime_ids for notice in container_started(name, images.get(name))]
 
 
 def node_ready(node: Node | None) -> bool:

@@ -91,6 +91,8 @@ async def test_running_pod_status_and_describe(
     )
     events = described.split("Events:")[-1]
     assert "Normal  ResizeStarted" in events and "Pod resize started: {" in events
+    started = [row.split()[1] for row in events.splitlines() if "kubelet" in row.split()[3:4]]
+    assert started[:3] == ["Pulled", "Created", "Started"]  # its container, as it started
     assert '"generation":2}' in events
     assert "Status:       Running" in described
     assert f"IP:           {status['podIP']}" in described

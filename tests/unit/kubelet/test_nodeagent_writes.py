@@ -24,3 +24,19 @@ async def test_an_accepted_resize_is_allocated_and_actuated_in_one_wait() -> Non
         assert [_kinds(batch) for batch in cluster.settled] == [
             ["Allocated", "ResizeStarted", "Actuated", "ResizeCompleted"]
         ]
+
+
+async def test_a_started_pod_tells_each_container_started_with_its_running() -> None:
+    async with agent_on_node() as (cluster, _):
+        await start(cluster, "web", "1")
+        *_, started = cluster.settled
+        assert _kinds(started) == ["Pulled", "Created", "Started", "PodPhaseChanged"]
+        said = [p.event for p in started if isinstance(p, ev.KubeEventRecorded)]
+        assert [e.message for e in said] == [
+            'Container image "nginx:1.27" already present on machine',
+            "Created container: app",
+            "Started container app",
+        ]
+        assert {(e.involved_object.name, e.source.host, e.type) for e in said} == {
+            ("web", "n1", "Normal")
+        }
