@@ -16,6 +16,7 @@ __all__ = [
     "Correlator",
     "SpamFilter",
     "event_about",
+    "involved_key",
     "last_written",
     "occurrence_name",
     "reference",
@@ -127,36 +128,41 @@ class SpamFilter:
         return allowed
 
 
+def involved_key(event: Event) -> str:
+    """The object an Event is about, as the correlator's and spam filter's keys name it."""
+    involved = event.involved_object
+    return f"{involved.kind}/{involved.namespace}/{involved.name}/{involved.uid}"
+
+
 class Correlator:
-    """client-go's EventCorrelator (tools/record/events_cache.go), through which a kubelet
-    records: it names each Event and decides which ones aggregate.
+    """client-go's EventCorrelator (tools/record/events_cache.go) as a kubelet records
+    through it, its spam filter aside (`SpamFilter`, applied after it): it names each Event
+    and decides which ones aggregate.
 
     An Event is named `<object>.<unix nanos in hex>` at its first occurrence (so a LIST, in
     name order, lists an object's Events in the order they happened, which `kubectl describe`
     keeps for Events of the same second); the same Event again (object, type, reason and
     message) reuses that name, and the log's fold counts it (count + 1, lastTimestamp).
     From the 10th different message about one object, type and reason within 10 minutes,
-    they are one combined Event. Then the spam filter (`SpamFilter`) may hold it back.
+    they are one combined Event.
 
-    Unlike client-go's caches (4,096 entries each, kept until pushed out), an entry not seen
-    for 10 minutes is dropped too: one process runs the recorders of many nodes here."""
+    Its two caches hold 4,096 entries each, as client-go's; one per kubelet process, shared
+    by the nodes it serves (their objects differ), so memory does not grow with the nodes a
+    process simulates. An entry unseen for 10 minutes is dropped too."""
 
-    __slots__ = ("_names", "_similar", "entries", "spam")
+    __slots__ = ("_names", "_similar", "entries")
 
-    def __init__(self, spam: SpamFilter | None = None, entries: int = SPAM_OBJECTS) -> None:
-        self.spam = spam if spam is not None else SpamFilter()
+    def __init__(self, entries: int = SPAM_OBJECTS) -> None:
         self.entries = entries
         # (object, type, reason) → (its messages seen, when last); LRU order.
         self._similar: OrderedDict[tuple[str, str, str], tuple[set[str], float]] = OrderedDict()
         # (object, type, reason[, message]) → (the Event's name, when last); LRU order.
         self._names: OrderedDict[tuple[str, ...], tuple[str, float]] = OrderedDict()
 
-    def correlate(self, event: Event, now: float, wall: datetime | None = None) -> Event | None:
-        """`event` as the recorder writes it (named, perhaps combined), or None when the spam
-        filter holds it back. `now`: monotonic seconds; `wall`: the time its name is made of."""
-        involved = event.involved_object
-        about = f"{involved.kind}/{involved.namespace}/{involved.name}/{involved.uid}"
-        similar = (about, event.type or "", event.reason or "")
+    def correlate(self, event: Event, now: float, wall: datetime | None = None) -> Event:
+        """`event` as the recorder writes it: named, perhaps combined. `now`: monotonic
+        seconds; `wall`: the time its name is made of (now, by default)."""
+        similar = (involved_key(event), event.type or "", event.reason or "")
         message = event.message or ""
         seen, last = self._similar.pop(similar, (set(), now))
         if now - last > SIMILAR_WITHIN_S:
@@ -169,14 +175,12 @@ class Correlator:
         self._similar[similar] = (seen, now)
         found = self._names.pop(key, None)
         if found is None or now - found[1] > SIMILAR_WITHIN_S:
-            name = occurrence_name(involved.name or "", wall or datetime.now(UTC))
+            name = occurrence_name(event.involved_object.name or "", wall or datetime.now(UTC))
         else:
             name = found[0]
         self._names[key] = (name, now)
         self._forget(self._similar, now)
         self._forget(self._names, now)
-        if not self.spam.allow(about, now):
-            return None
         meta = event.metadata.model_copy(update={"name": name})
         return event.model_copy(update={"metadata": meta, "message": message})
 

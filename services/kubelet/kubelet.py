@@ -26,6 +26,7 @@ from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.envelope import Cause
 from schemas.k8s import Node, Pod
+from schemas.kubeevents import Correlator
 from schemas.nodeswap import planning_capacity
 from schemas.podview import PodProgress
 from schemas.usage import USAGE
@@ -113,6 +114,7 @@ class Kubelet:
         self.agents: dict[str, NodeAgent] = {}
         # The latest user-side event per pod: what the kubelet's events are caused by.
         self.causes: dict[str, Cause] = {}
+        self.recorder = Correlator()  # names and aggregates the Events of every node here
         # One book of resize outcomes for every node this process serves (pod keys are unique).
         self.book = ResizeBook()
         self.started = False  # the first assignment is served
@@ -465,6 +467,7 @@ class Kubelet:
                 self.config.deferred_retry_period,
             ),
             book=self.book,
+            recorder=self.recorder,
         )
         self.agents[name] = agent
         return agent

@@ -32,7 +32,7 @@ from schemas.k8s import (
     Pod,
     ResourceList,
 )
-from schemas.kubeevents import Correlator, event_about, reference
+from schemas.kubeevents import Correlator, SpamFilter, event_about, involved_key, reference
 from schemas.nodeswap import planning_capacity
 from schemas.quantity import Quantity
 from services.kubelet.actuation import (
@@ -129,10 +129,14 @@ class NodeAgent:
         capacity: dict[str, Any] | None = None,
         deferred_retry: tuple[float, float] = (30.0, 180.0),
         book: ResizeBook | None = None,
+        recorder: Correlator | None = None,
     ) -> None:
         self.name = name
         self.book = book if book is not None else ResizeBook()
-        self.recorder = Correlator()  # this node's Event recorder: names, aggregates, spam
+        # Events: named and aggregated by the process's correlator, then this node's
+        # recorder's spam filter (each kubelet has its own).
+        self.recorder = recorder if recorder is not None else Correlator()
+        self.spam = SpamFilter()
         self._trigger: dict[str, str] = {}  # deferred key → what last retried it
         self._noted: dict[str, tuple[str | None, str]] = {}  # key → its InProgress note
         # Deferred resizes are also retried on a timer (first, then every), as the kubelet
@@ -469,9 +473,11 @@ class NodeAgent:
     def _record(self, event: Event) -> Event | None:
         """`event` as this node's recorder writes it (client-go's correlator: named by its
         first occurrence, aggregated), or None when its spam filter holds it back."""
-        recorded = self.recorder.correlate(event, time.monotonic())
-        if recorded is None:
+        now = time.monotonic()
+        recorded = self.recorder.correlate(event, now)
+        if not self.spam.allow(involved_key(event), now):
             EVENTS_SPAM_FILTERED.inc()
+            return None
         return recorded
 
     @staticmethod
