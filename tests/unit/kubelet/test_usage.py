@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
+import pytest
+
 from schemas.usage import NodeUsage
 from services.kubelet.cri import ContainerStats
 from services.kubelet.usage import UsageSampler, node_record, rate, sample_forever
@@ -70,10 +72,13 @@ def test_the_second_round_has_rates_a_gone_container_drops_out_a_node_let_go_res
     assert fourth.pods == []
 
 
-def test_a_round_lets_other_work_run_between_its_nodes() -> None:
+@pytest.mark.parametrize(("turn_every", "turns"), [(0.0, 3), (3600.0, 0)])
+def test_a_round_lets_other_work_run_between_its_nodes(turn_every: float, turns: int) -> None:
     """A round samples node after node without the runtime ever making it wait (the fake
     runtime's stats are in memory): the pods' work must still get turns in between, or every
-    resize under way waits for the whole round."""
+    resize under way waits for the whole round; a turn once `turn_every` of the round's own
+    work went by, not after every node, or a busy process's round waits behind its queue
+    once per node."""
     sampler = UsageSampler(Stats({"c1"}))  # type: ignore[arg-type]
     nodes = {f"node-{i}": {"team/web": {"app": "c1"}} for i in range(3)}
     seen: list[str] = []
@@ -91,11 +96,12 @@ def test_a_round_lets_other_work_run_between_its_nodes() -> None:
         worker = asyncio.create_task(other_work())
         await asyncio.sleep(0)
         try:
-            await sample_forever(sampler, lambda: nodes, write, every=0.0)
+            await sample_forever(sampler, lambda: nodes, write, every=0.0, turn_every=turn_every)
         except asyncio.CancelledError:
             pass
         worker.cancel()
 
     asyncio.run(main())
     during = seen[seen.index("other") + 1 : seen.index("round of 3")]
-    assert during.count("other") >= 3  # a turn after each of the three nodes
+    # The round's first wait (for its start) is a turn too; then one per node, or none.
+    assert during.count("other") == 1 + turns
