@@ -76,6 +76,21 @@ async def open_runtime(settings: Settings, config: KubeletConfig) -> AsyncIterat
             await fake.close()
 
 
+# What the node agents' writes about a pod answer (their cause and correlation): the last
+# thing asked of the kubelet (a pod to run, a spec or resize to apply, an eviction or a
+# deletion), not another controller's note about the pod since (the node lifecycle's
+# readiness, the scheduler's Unschedulable, a refused resize), which would take the answer
+# to a resize away from the request that asked for it.
+ASKS = (
+    ev.PodCreated,
+    ev.PodBound,
+    ev.PodUpdated,
+    ev.ResizeProposed,
+    ev.PodEvicted,
+    ev.PodDeleted,
+)
+
+
 class Kubelet:
     """One kubelet process. Processes of one configuration (the same node names) share the
     nodes through a consumer group on the `nodes` topic (inplace/core/bus/leases.py): each
@@ -178,7 +193,7 @@ class Kubelet:
         own = self._wrote(record.position)  # asked of every record: the writer forgets it
         if isinstance(payload, ev.PodEvent):
             key = f"{payload.namespace}/{payload.name}"
-            if record.envelope.producer != ROLE:
+            if record.envelope.producer != ROLE and isinstance(payload, ASKS):
                 self.causes[key] = record.envelope.as_cause()
             # A node agent's own write needs no second look: the agent wrote it at the end
             # of a reconcile of that pod (one per resize was a reconcile that found nothing
