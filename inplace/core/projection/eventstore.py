@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from inplace.core.projection.entries import HeldAsEntries
 from schemas.k8s import Event
 from schemas.kubeevents import last_written
 
@@ -45,7 +46,7 @@ def event_json(event: Event) -> bytes:
     return raw
 
 
-class EventStore(MutableMapping[NsName, Event]):
+class EventStore(HeldAsEntries[NsName, Event]):
     def __init__(self, hot: int = DEFAULT_HOT) -> None:
         self.hot = hot
         self._entries: dict[NsName, _Entry] = {}
@@ -75,15 +76,6 @@ class EventStore(MutableMapping[NsName, Event]):
     def __delitem__(self, key: NsName) -> None:
         del self._entries[key]
         self._decoded.pop(key, None)
-
-    def __iter__(self) -> Iterator[NsName]:
-        return iter(self._entries)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._entries
 
     def items(self) -> Iterator[tuple[NsName, Event]]:  # type: ignore[override]
         """Every Event, decoded for reading; the hot set is left as it was."""

@@ -16,11 +16,12 @@ a decoded pod changed in place and not put back keeps its change only while it s
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, MutableMapping
+from collections.abc import Collection, Iterable, Iterator
 from typing import TypeVar
 
 from pydantic import BaseModel
 
+from inplace.core.projection.entries import HeldAsEntries
 from inplace.core.projection.recent import DEFAULT_HELD, RecentObjects, resize_in_flight
 from schemas.k8s import Pod
 from schemas.podview import PodResources, controller_kind
@@ -49,7 +50,7 @@ def pod_json(pod: Pod) -> bytes:
     return raw
 
 
-class PodStore(MutableMapping[NsName, Pod]):
+class PodStore(HeldAsEntries[NsName, Pod]):
     def __init__(self, hot: int = DEFAULT_HOT, held: int = DEFAULT_HELD) -> None:
         self._entries: dict[NsName, _Entry] = {}
         # The `hot` pods used last, and up to `held` more mid-resize (recent.py).
@@ -84,15 +85,6 @@ class PodStore(MutableMapping[NsName, Pod]):
     def __delitem__(self, key: NsName) -> None:
         del self._entries[key]
         self._decoded_pods.pop(key)
-
-    def __iter__(self) -> Iterator[NsName]:
-        return iter(self._entries)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._entries
 
     def values(self) -> Iterator[Pod]:  # type: ignore[override]
         """Every pod, decoded for reading: a walk over all pods leaves the hot set as it was

@@ -1,0 +1,25 @@
+"""What the stores that hold objects as JSON entries share (PodStore, EventStore): their keys
+are their entries' (an object decoded or not is there all the same)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, MutableMapping
+from typing import Any, TypeVar
+
+Key = TypeVar("Key")
+Obj = TypeVar("Obj")
+
+
+class HeldAsEntries(MutableMapping[Key, Obj]):
+    """A mapping whose keys are those of `_entries` (one per object held, decoded or not)."""
+
+    _entries: dict[Key, Any]
+
+    def __iter__(self) -> Iterator[Key]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
