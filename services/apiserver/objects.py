@@ -185,7 +185,7 @@ class ObjectHandlers:
         await not_older_than(request, self.model, kind.collection)
         held = self.model.objects(kind.collection)
         # Ordered by the Listing; Events held as JSON are parsed, no model built for each.
-        items = held.documents() if isinstance(held, EventStore) else held.items()
+        items = held.documents(namespace) if isinstance(held, EventStore) else held.items()
         objects = [
             o if isinstance(o, dict) else o.to_k8s()
             for k, o in items

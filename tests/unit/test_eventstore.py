@@ -61,6 +61,8 @@ def test_a_fold_into_the_store_equals_a_fold_into_decoded_events(hot: int) -> No
     assert sorted(e.count or 0 for e in mine) == [1] * 16 + [2] * 8  # every third again
     assert sorted(stored.events) == sorted(plain.events)
     documents = dict(stored.events.documents())
+    in_ns = {key for key, _ in stored.events.documents("ns")}
+    assert in_ns == {key for key in plain.events if key[0] == "ns"}
     for key, event in plain.events.items():
         assert stored.events[key].to_k8s() == event.to_k8s(), key
         assert documents[key] == event.to_k8s(), key

@@ -88,9 +88,12 @@ class EventStore(HeldAsEntries[NsName, Event]):
 
     # --- without decoding -------------------------------------------------------------------
 
-    def documents(self) -> Iterator[tuple[NsName, dict[str, Any]]]:
-        """Every Event as its Kubernetes JSON parsed (what a LIST serves), no model built."""
+    def documents(self, namespace: str | None = None) -> Iterator[tuple[NsName, dict[str, Any]]]:
+        """Every Event (of `namespace`) as its Kubernetes JSON parsed (what a LIST serves), no
+        model built; those of other namespaces are not parsed."""
         for key, entry in list(self._entries.items()):
+            if namespace is not None and key[0] != namespace:
+                continue
             if entry.raw is not None:
                 yield key, json.loads(entry.raw)
             else:
