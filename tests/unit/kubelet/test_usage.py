@@ -72,13 +72,13 @@ def test_the_second_round_has_rates_a_gone_container_drops_out_a_node_let_go_res
     assert fourth.pods == []
 
 
-@pytest.mark.parametrize(("turn_every", "turns"), [(0.0, 3), (3600.0, 0)])
-def test_a_round_lets_other_work_run_between_its_nodes(turn_every: float, turns: int) -> None:
+@pytest.mark.parametrize(("late_after", "turns"), [(3600.0, 3), (0.0, 0)])
+def test_a_round_lets_other_work_run_between_its_nodes(late_after: float, turns: int) -> None:
     """A round samples node after node without the runtime ever making it wait (the fake
     runtime's stats are in memory): the pods' work must still get turns in between, or every
-    resize under way waits for the whole round; a turn once `turn_every` of the round's own
-    work went by, not after every node, or a busy process's round waits behind its queue
-    once per node."""
+    resize under way waits for the whole round; a round running late (a busy process) turns
+    only once `turn_every` of its own work went by, not after every node, or it waits behind
+    the queue once per node and the nodes' heartbeats come late."""
     sampler = UsageSampler(Stats({"c1"}))  # type: ignore[arg-type]
     nodes = {f"node-{i}": {"team/web": {"app": "c1"}} for i in range(3)}
     seen: list[str] = []
@@ -96,7 +96,9 @@ def test_a_round_lets_other_work_run_between_its_nodes(turn_every: float, turns:
         worker = asyncio.create_task(other_work())
         await asyncio.sleep(0)
         try:
-            await sample_forever(sampler, lambda: nodes, write, every=0.0, turn_every=turn_every)
+            await sample_forever(
+                sampler, lambda: nodes, write, every=0.0, turn_every=3600.0, late_after=late_after
+            )
         except asyncio.CancelledError:
             pass
         worker.cancel()
