@@ -127,7 +127,7 @@ class Kubelet:
         self._to_adopt: list[str] = []  # registered, their take-over not begun yet
         self.names = node_names(self.config)
         self.agents: dict[str, NodeAgent] = {}
-        # The latest user-side event per pod: what the kubelet's events are caused by.
+        # The latest request per pod (ASKS): what the node agents' writes about it answer.
         self.causes: dict[str, Cause] = {}
         self.recorder = Correlator()  # names and aggregates the Events of every node here
         # One book of resize outcomes for every node this process serves (pod keys are unique).
