@@ -2,7 +2,9 @@
 the projection snapshot versus the whole log from offset 0.
 
 Builds the history straight onto the log, streamed (nodes registered, pods created, bound and
-Running, then many resize flows each), lets the projector catch up, stops it, then starts each
+Running, then many resize flows each; the Kubernetes Events a cluster holds for its pods within
+the event TTL: Scheduled, Pulled, Created, Started and the last resize's two, `--kube-events`),
+lets the projector catch up, stops it, then starts each
 role and times /readyz. Not a test: prints figures. BENCH_LOG_LEVEL=INFO shows each role's
 own log lines (when it loaded the snapshot, joined its group, served).
 
@@ -26,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
@@ -37,7 +40,11 @@ from inplace.core.settings import Settings
 from inplace.localinfra import KafkaBroker, PostgresCluster, free_port
 from schemas import events as ev
 from schemas.envelope import Envelope
-from schemas.k8s import Node, Pod, ResourceRequirements
+from schemas.k8s import Event, Node, ObjectMeta, Pod, ResourceRequirements
+from schemas.kubeevents import event_about, occurrence_name, reference
+
+# Events are written as of the bench's start: within the apiserver's event TTL while it runs.
+T0 = datetime.now(UTC)
 
 
 def _pod(name: str, node: str) -> Pod:
@@ -65,7 +72,41 @@ def _node(name: str) -> Node:
     )
 
 
-def _history(nodes: int, pods: int, resizes: int) -> Iterator[Envelope]:
+def _kube_events(pod: str, node: str, resized: bool) -> Iterator[Event]:
+    """The Events a pod has within the event TTL, as the scheduler and the kubelet word them:
+    its start and, `resized`, its last resize."""
+    ref = reference("Pod", ObjectMeta(name=pod, namespace="default", uid=pod))
+    said = [("default-scheduler", "Scheduled", f"Successfully assigned default/{pod} to {node}")]
+    said += [
+        ("kubelet", "Pulled", 'Container image "nginx" already present on machine'),
+        ("kubelet", "Created", "Created container: app"),
+        ("kubelet", "Started", "Started container app"),
+    ]
+    if resized:
+        resources = '{"containers":[{"name":"app","resources":{"limits":{"cpu":"30m","memory":'
+        resources += '"16Mi"},"requests":{"cpu":"30m","memory":"16Mi"}}}],"generation":21}'
+        said += [
+            ("kubelet", "ResizeStarted", f"Pod resize started: {resources}"),
+            ("kubelet", "ResizeCompleted", f"Pod resize completed: {resources}"),
+        ]
+    for n, (component, reason, message) in enumerate(said):
+        at = T0 + timedelta(microseconds=n)
+        kubelet = component == "kubelet"
+        yield event_about(
+            ref,
+            name=occurrence_name(pod, at),
+            namespace="default",
+            reason=reason,
+            message=message,
+            component=component,
+            instance=node if kubelet else f"{component}-bench",
+            now=at,
+            host=node if kubelet else None,
+            counted=kubelet,
+        )
+
+
+def _history(nodes: int, pods: int, resizes: int, kube_events: bool) -> Iterator[Envelope]:
     """The events, one at a time (5,000,000 envelopes do not fit a list comfortably)."""
     for n in range(nodes):
         yield Envelope.wrap(
@@ -102,6 +143,9 @@ def _history(nodes: int, pods: int, resizes: int) -> Iterator[Envelope]:
             ]
             for step in steps:
                 yield Envelope.wrap(step, producer="bench")
+    for i in range(pods if kube_events else 0):
+        for event in _kube_events(f"p-{i}", f"node-{i % nodes}", resizes > 0):
+            yield Envelope.wrap(ev.KubeEventRecorded(event=event), producer="bench")
 
 
 async def _publish(settings: Settings, envelopes: Iterator[Envelope]) -> int:
@@ -210,6 +254,12 @@ def main() -> None:
     parser.add_argument("--resizes", type=int, default=20, help="resize flows per pod")
     parser.add_argument("--roles", default="apiserver", help="comma separated roles to time")
     parser.add_argument(
+        "--kube-events",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="each pod's Kubernetes Events (4 of its start, 2 of its last resize) on the log",
+    )
+    parser.add_argument(
         "--offset0",
         default="apiserver",
         help="roles to time from offset 0 too (apiserver, kubelet: they have the setting)",
@@ -244,7 +294,9 @@ def main() -> None:
         )
         asyncio.run(ensure_topics(settings))
         t = time.perf_counter()
-        events = asyncio.run(_publish(settings, _history(args.nodes, args.pods, args.resizes)))
+        events = asyncio.run(
+            _publish(settings, _history(args.nodes, args.pods, args.resizes, args.kube_events))
+        )
         took = time.perf_counter() - t
         print(f"history: {events:,} events, {args.nodes:,} nodes, {args.pods:,} pods, ", end="")
         print(f"written in {took:.1f} s")

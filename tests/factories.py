@@ -557,6 +557,25 @@ def kube_event(namespace: str, pod_name: str) -> object:
     )
 
 
+def event_manifest(
+    name: str, last: datetime, namespace: str = "default", involved: str | None = None
+) -> dict[str, Any]:
+    """An Event as a client POSTs it, about the pod `involved` (the name's part before its
+    first dot when not given)."""
+    return {
+        "metadata": {"name": name, "namespace": namespace},
+        "involvedObject": {
+            "kind": "Pod",
+            "name": involved or name.split(".")[0],
+            "namespace": namespace,
+        },
+        "reason": "Tested",
+        "message": "m",
+        "type": "Normal",
+        "lastTimestamp": last.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
 FOLD_T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 

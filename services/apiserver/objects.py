@@ -3,6 +3,7 @@ handler, a table of what each kind is (model, list kind, which event each write 
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Callable
@@ -43,7 +44,9 @@ from services.apiserver.http import (
     server_side_apply_request,
 )
 from services.apiserver.namespaces import admit_content, refuse_deletion, terminate
+from services.apiserver.paging import Listing
 from services.apiserver.pdbvalidation import validate_pdb, validate_pdb_update
+from services.apiserver.selectors import field_equals
 from services.apiserver.writer import Writer
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -184,11 +187,18 @@ class ObjectHandlers:
         namespace = request.path_params.get("namespace")
         await not_older_than(request, self.model, kind.collection)
         held = self.model.objects(kind.collection)
-        # Ordered by the Listing; Events held as JSON are parsed, no model built for each.
-        items = held.documents(namespace) if isinstance(held, EventStore) else held.items()
+        if isinstance(held, EventStore):
+            return list_or_watch(
+                request,
+                self.model.collections[kind.collection],
+                _event_listing(held, namespace, request.query_params.get("fieldSelector")),
+                kind.list_kind,
+                namespace,
+                api_version=kind.api_version,
+            )
         objects = [
             o if isinstance(o, dict) else o.to_k8s()
-            for k, o in items
+            for k, o in held.items()
             if namespace is None or (isinstance(k, tuple) and k[0] == namespace)
         ]
         return list_or_watch(
@@ -381,3 +391,18 @@ def _validate_name(kind: Kind, name: str) -> None:
         )
     if problems:
         raise errors.ApiError(invalid_status(kind.kind, name, problems))
+
+
+def _event_listing(events: EventStore, namespace: str | None, selector: str | None) -> Listing:
+    """A LIST's Events in key order, each parsed from its JSON only when a page looks at it
+    (no model built); only those about the object a fieldSelector names, when it names one
+    (kubectl describe's), are candidates at all."""
+    about = field_equals(selector, "involvedObject.name")
+    keys = sorted(f"{ns}/{name}" for ns, name in events.keys_of(namespace, involved=about))
+
+    def fetch(i: int) -> dict[str, Any]:
+        ns, _, name = keys[i].partition("/")
+        parsed: dict[str, Any] = json.loads(events.json((ns, name)))
+        return parsed
+
+    return Listing(keys, fetch)

@@ -155,6 +155,16 @@ def _field_terms(selector: str) -> list[str]:
     return [t for t in terms if t.strip()]
 
 
+def field_equals(selector: str | None, field: str) -> str | None:
+    """The value an equality term of `selector` requires of `field` (None when no term does):
+    what narrows a LIST to an index before `field_matcher` checks every term."""
+    for part in _field_terms(selector or ""):
+        m = _FIELD_TERM.match(part)
+        if m and m[1] == field and m[2] != "!=":
+            return _ESCAPED.sub(r"\1", m[3].strip())
+    return None
+
+
 def field_matcher(selector: str | None, kind: str) -> Matcher:
     """The objects of `kind` a fieldSelector keeps; 400 for a field the kind does not select
     by (kube-apiserver's "field label not supported") or a term that is no equality."""

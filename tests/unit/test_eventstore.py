@@ -60,12 +60,17 @@ def test_a_fold_into_the_store_equals_a_fold_into_decoded_events(hot: int) -> No
     assert len(mine) == 30 - 6  # every fifth deleted
     assert sorted(e.count or 0 for e in mine) == [1] * 16 + [2] * 8  # every third again
     assert sorted(stored.events) == sorted(plain.events)
-    documents = dict(stored.events.documents())
-    in_ns = {key for key, _ in stored.events.documents("ns")}
+    in_ns = set(stored.events.keys_of("ns"))
     assert in_ns == {key for key in plain.events if key[0] == "ns"}
     for key, event in plain.events.items():
         assert stored.events[key].to_k8s() == event.to_k8s(), key
-        assert documents[key] == event.to_k8s(), key
+        assert json.loads(stored.events.json(key)) == event.to_k8s(), key
+    for pod in {e.involved_object.name or "" for e in plain.events.values()}:
+        about = {k for k, e in plain.events.items() if e.involved_object.name == pod}
+        assert set(stored.events.keys_of(involved=pod)) == about, pod
+        in_ns_about = set(stored.events.keys_of("ns", involved=pod))
+        assert in_ns_about == {k for k in about if k[0] == "ns"}, pod
+    assert stored.events.keys_of(involved="no-such-pod") == []
     assert stored.events.newest_resource_version() == max(
         int(e.metadata.resource_version or 0) for e in plain.events.values()
     )
@@ -81,10 +86,37 @@ def test_the_ttl_sweep_decodes_only_the_events_written_before_its_cutoff() -> No
             store[("ns", f"p{i}")] = event  # written through the fold
         else:  # a snapshot row, held undecoded
             written = T0 + timedelta(minutes=i)
-            store.put_json(("ns", f"p{i}"), event_json(event), rv=10 + i, written=written)
+            store.put_json(
+                ("ns", f"p{i}"), event_json(event), rv=10 + i, written=written, involved=f"p{i}"
+            )
     old = store.written_before(T0 + timedelta(minutes=1))
     assert [e.involved_object.name for e in old] == ["p0", "p1"]
     assert store.newest_resource_version() == 13
     assert json.loads(event_json(store[("ns", "p2")]))["lastTimestamp"] == "2026-11-29T00:02:00Z"
     del store[("ns", "p0")]
     assert ("ns", "p0") not in store and len(store) == 3
+
+
+def test_the_events_about_an_object_follow_puts_moves_and_deletes() -> None:
+    store = EventStore(hot=1)
+    first, second = _event("p0", T0), _event("p1", T0 + timedelta(seconds=1))
+    store[("ns", "e0")] = first
+    store.put_json(("ns", "e1"), event_json(second), rv=2, written=T0, involved="p1")
+    store.put_json(("other", "e2"), event_json(second), rv=3, written=T0, involved="p1")
+    assert store.keys_of(involved="p0") == [("ns", "e0")]
+    assert sorted(store.keys_of(involved="p1")) == [("ns", "e1"), ("other", "e2")]
+    assert store.keys_of("other", involved="p1") == [("other", "e2")]
+    moved = first.model_copy(deep=True)
+    moved.involved_object.name = "p1"  # the same Event written again about another object
+    store[("ns", "e0")] = moved
+    assert store.keys_of(involved="p0") == []
+    assert sorted(store.keys_of("ns", involved="p1")) == [
+        ("ns", "e0"),
+        ("ns", "e1"),
+    ]
+    store.put_json(("ns", "e1"), event_json(first), rv=4, written=T0, involved="p0")  # a row again
+    assert store.keys_of(involved="p0") == [("ns", "e1")]
+    del store[("ns", "e0")]
+    del store[("other", "e2")]
+    assert store.keys_of(involved="p1") == []
+    assert len(store) == 1

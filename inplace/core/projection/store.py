@@ -150,11 +150,14 @@ class ProjectionStore:
         state.events = events = EventStore()
         written = "object->>'lastTimestamp', object->>'eventTime'"
         written += ", object->'metadata'->>'creationTimestamp'"
-        columns = f"namespace, name, resource_version, object, coalesce({written}) AS written"
+        columns = "namespace, name, resource_version, object, involved_name"
+        columns += f", coalesce({written}) AS written"
         async for r in _rows(conn, f"SELECT {columns} FROM {s}.events"):
             at = datetime.fromisoformat(r["written"]) if r["written"] else None
             key = (sys.intern(r["namespace"]), r["name"])
-            events.put_json(key, r["object"].encode(), rv=r["resource_version"], written=at)
+            raw = r["object"].encode()
+            rv, involved = r["resource_version"], r["involved_name"]
+            events.put_json(key, raw, rv=rv, written=at, involved=involved)
         return state
 
     async def latest_requests(

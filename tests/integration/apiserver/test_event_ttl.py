@@ -5,26 +5,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from inplace.core.settings import Settings
 from schemas.events import K8S_EVENTS
+from tests.factories import event_manifest
 from tests.integration.conftest import RoleProcess, read_log, until
 
 pytestmark = pytest.mark.integration
-
-
-def _event(name: str, last: datetime) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "namespace": "default"},
-        "involvedObject": {"kind": "Pod", "name": name.split(".")[0], "namespace": "default"},
-        "reason": "Tested",
-        "message": "m",
-        "type": "Normal",
-        "lastTimestamp": last.strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
 
 
 async def test_events_expire_after_the_ttl(settings: Settings, tmp_path: Path) -> None:
@@ -44,7 +33,7 @@ async def test_events_expire_after_the_ttl(settings: Settings, tmp_path: Path) -
         async with proc.client() as http:
             for name, last in (("old.1", now - timedelta(minutes=5)), ("new.1", now)):
                 created = await http.post(
-                    f"{proc.url}/api/v1/namespaces/default/events", json=_event(name, last)
+                    f"{proc.url}/api/v1/namespaces/default/events", json=event_manifest(name, last)
                 )
                 assert created.status_code == 201, created.text
                 versions[name] = created.json()["metadata"]["resourceVersion"]

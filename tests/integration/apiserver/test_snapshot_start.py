@@ -76,6 +76,15 @@ async def test_restart_reads_only_the_log_after_the_projection(
         assert _consumed(metrics) == ends - snapshot_at, "only the records after the snapshot"
         assert 'inplace_read_model_start_source{role="apiserver",source="snapshot"} 1.0' in metrics
         async with api.client(base_url=api.url) as client:
+            # Events loaded from the snapshot are found by the object they are about.
+            assert expected.events, "the history records Events"
+            for (namespace, name), event in expected.events.items():
+                about = event.involved_object.name
+                listed = await client.get(
+                    f"/api/v1/namespaces/{namespace}/events",
+                    params={"fieldSelector": f"involvedObject.name={about}"},
+                )
+                assert [e["metadata"]["name"] for e in listed.json()["items"]] == [name]
             assert (await client.get("/api/v1/namespaces/team-a/pods/web-0")).status_code == 404
             late = await client.get("/api/v1/namespaces/team-a/pods/late-3")
             assert late.status_code == 200

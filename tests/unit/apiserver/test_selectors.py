@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from services.apiserver.errors import ApiError
-from services.apiserver.selectors import field_matcher
+from services.apiserver.selectors import field_equals, field_matcher
 
 EVENT: dict[str, Any] = {
     "metadata": {"name": "web-0.1", "namespace": "default"},
@@ -84,3 +84,20 @@ def test_bad_field_selectors_are_400(kind: str, selector: str, message: str) -> 
         field_matcher(selector, kind)
     assert refused.value.status.code == 400
     assert message in (refused.value.status.message or "")
+
+
+@pytest.mark.parametrize(
+    ("selector", "value"),
+    [
+        ("involvedObject.name=web-0,involvedObject.namespace=default", "web-0"),
+        ("involvedObject.namespace=default,involvedObject.name==web-0", "web-0"),
+        (r"involvedObject.name=a\,b", "a,b"),
+        ("involvedObject.name=", ""),
+        ("involvedObject.name!=web-0", None),  # not an equality: no index narrows it
+        ("involvedObject.uid=u", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_the_value_an_equality_term_requires(selector: str | None, value: str | None) -> None:
+    assert field_equals(selector, "involvedObject.name") == value
