@@ -35,7 +35,12 @@ from inplace.core.projection import reducers
 from inplace.core.projection.eventstore import EventStore
 from inplace.core.projection.podstore import NsName, PodStore
 from inplace.core.projection.reducers import position_of, resource_version
-from inplace.core.projection.snapshot import PROJECTED_TOPICS, load_pods_on, load_snapshot
+from inplace.core.projection.snapshot import (
+    PROJECTED_TOPICS,
+    load_events_snapshot,
+    load_pods_on,
+    load_snapshot,
+)
 from inplace.core.projection.state import ClusterState, resource_version_of
 from inplace.core.settings import Settings
 from schemas import events as ev
@@ -279,6 +284,13 @@ class ReadModel:
         self._fetch_wait_now = self.fetch_wait_ms  # 0 while hurried (`hurry`)
         self._prompt_until = 0.0
         FETCH_WAIT.labels(role).set(self.fetch_wait_ms)
+        # A snapshot start brings the Kubernetes Events after the rest (`_events_later`), as
+        # kube-apiserver's watch cache of each resource fills on its own: the model is ready
+        # without them; what serves Events waits for `events_ready`.
+        self._events_topic = settings.topic(ev.K8S_EVENTS)
+        self._events_catch_up: dict[TopicPartition, int] = {}
+        self.events_ready = asyncio.Event()
+        self._events_task: asyncio.Task[None] | None = None
 
     @property
     def pods(self) -> PodStore:
@@ -301,12 +313,14 @@ class ReadModel:
             return {}
         s = self.settings
         projected = {s.topic(t) for t in PROJECTED_TOPICS} & set(self.topics)
+        later = self._events_topic in projected  # the Events come after the rest
         found = await load_snapshot(
             s.postgres_dsn,
             s.projection_schema,
             projected,
             allocations=self.keep_allocations,
             demands=self.want_demands,
+            events=False,
         )
         if isinstance(found, str):
             log.warning("%s: no snapshot (%s): reading the log from offset 0", self.role, found)
@@ -316,7 +330,11 @@ class ReadModel:
         self.state.adopt_payloads = not self._listeners
         self.state.claimed = self.claimed
         self.from_snapshot = True
-        self.applied.update(found.offsets)
+        resume = found.offsets
+        if later:  # their partitions wait for their own snapshot (`_events_later`)
+            self.state.events = EventStore()
+            resume = {tp: n for tp, n in resume.items() if tp.topic != self._events_topic}
+        self.applied.update(resume)
         for collection in self.collections.values():
             collection.skip(_newest_rv(self.objects(collection.name)))
         log.info(
@@ -333,7 +351,7 @@ class ReadModel:
                 seed()
         finally:
             self.snapshot_demands = {}
-        return found.offsets
+        return resume
 
     async def run(self) -> None:
         resume = await self._start_from_snapshot()
@@ -348,8 +366,16 @@ class ReadModel:
         tps = await follower.start(resume)
         self._follower, self._partitions = follower, tps
         follower.hold_fetches(self._fetch_wait_now)  # hurried while it started
+        deferred = [tp for tp in tps if tp.topic == self._events_topic and self.from_snapshot]
+        if deferred:
+            follower.pause(deferred)
+            self._events_task = asyncio.create_task(self._events_later(follower, deferred))
+        else:
+            self.events_ready.set()
         try:
             catch_up = await follower.end_offsets(tps)
+            for tp in deferred:
+                del catch_up[tp]  # ready without them
             self._check_ready(catch_up)
             # Own writes applied on their ack come back below `applied`: not decoded again.
             async for batch in follower.batches(applied=self.applied):
@@ -369,6 +395,8 @@ class ReadModel:
                         applied[tp] = nxt
                         self._release(tp, nxt)
                 self._check_ready(catch_up)
+                if self._events_catch_up:
+                    self._check_events_ready()
                 while self._jobs:
                     job, done = self._jobs.popleft()
                     try:
@@ -380,7 +408,43 @@ class ReadModel:
                         if not done.done():
                             done.set_result(None)
         finally:
+            if self._events_task is not None:
+                self._events_task.cancel()
             await follower.stop()
+
+    async def _events_later(self, follower: LogFollower, tps: list[TopicPartition]) -> None:
+        """Load the projection's Events with their topic's offsets (one consistent read of
+        their own), put them in, and follow their partitions from there; `events_ready` once
+        the log after them is applied too. Without a snapshot of them, from offset 0."""
+        started = time.perf_counter()
+        s = self.settings
+        found = await load_events_snapshot(s.postgres_dsn, s.projection_schema, self._events_topic)
+        if isinstance(found, str):
+            log.warning("%s: no snapshot of the Events (%s): from offset 0", self.role, found)
+            events, offsets = EventStore(), {}
+        else:
+            events, offsets = found.events, found.offsets
+        # Nothing of their topic was applied while paused, and no other topic folds Events:
+        # the swap needs no merge. No await between it and the resume.
+        self.state.events = events
+        for tp in tps:
+            self.applied[tp] = offsets.get(tp, 0)
+        self.collections["events"].skip(_newest_rv(events))
+        await follower.resume_at(offsets, tps)
+        self._events_catch_up = await follower.end_offsets(tps)
+        self._check_events_ready()
+        log.info(
+            "%s: %d Events loaded from the projection in %.1f s, their log after %d offsets",
+            self.role,
+            len(events),
+            time.perf_counter() - started,
+            sum(offsets.values()),
+        )
+
+    def _check_events_ready(self) -> None:
+        if all(self.applied.get(tp, 0) >= end for tp, end in self._events_catch_up.items()):
+            self._events_catch_up = {}
+            self.events_ready.set()
 
     def _check_ready(self, catch_up: dict[TopicPartition, int]) -> None:
         if not self.ready.is_set() and all(

@@ -121,6 +121,7 @@ async def sweep_forever(model: ReadModel, writer: Writer, every: float) -> None:
 async def _empty(model: ReadModel, writer: Writer, namespace: str) -> None:
     """Delete everything in `namespace`: CHUNK deletions a write, in `contents` order (a log
     round trip per chunk, not per pod)."""
+    await model.events_ready.wait()  # the namespace's Events are deleted too
     items = list(contents(model, namespace))
     for start in range(0, len(items), CHUNK):
         payloads = [

@@ -168,8 +168,14 @@ class ObjectHandlers:
         self.model = model
         self.writer = writer
 
-    def _kind(self, request: Request) -> Kind:
-        return KINDS[request.path_params["resource"]]
+    async def _kind(self, request: Request) -> Kind:
+        """The kind a request is about, once this replica holds its objects: after a start
+        from the projection the Events come a moment after the rest (ReadModel.events_ready),
+        as a kube-apiserver's watch cache of each resource fills on its own."""
+        kind = KINDS[request.path_params["resource"]]
+        if kind.collection == "events":
+            await self.model.events_ready.wait()
+        return kind
 
     @staticmethod
     def _key(kind: Kind, namespace: str | None, name: str) -> Any:
@@ -183,7 +189,7 @@ class ObjectHandlers:
         return obj if isinstance(obj, dict) else obj.to_k8s()
 
     async def list(self, request: Request) -> Response:
-        kind = self._kind(request)
+        kind = await self._kind(request)
         namespace = request.path_params.get("namespace")
         await not_older_than(request, self.model, kind.collection)
         held = self.model.objects(kind.collection)
@@ -211,13 +217,13 @@ class ObjectHandlers:
         )
 
     async def get(self, request: Request) -> Response:
-        kind = self._kind(request)
+        kind = await self._kind(request)
         await not_older_than(request, self.model, kind.collection)
         found = self._get(kind, request.path_params.get("namespace"), request.path_params["name"])
         return ok_object(request, found)
 
     async def create(self, request: Request) -> Response:
-        kind = self._kind(request)
+        kind = await self._kind(request)
         namespace = request.path_params.get("namespace")
         return await self._create(request, kind, namespace, await read_object(request))
 
@@ -259,7 +265,7 @@ class ObjectHandlers:
     async def update(self, request: Request) -> Response:
         """PUT (resourceVersion required) or PATCH (json, merge or strategic merge; a
         resourceVersion in the result is a precondition) of the object's writable part."""
-        kind = self._kind(request)
+        kind = await self._kind(request)
         if kind.updated is None:
             raise errors.method_not_allowed()
         namespace, name = request.path_params.get("namespace"), request.path_params["name"]
@@ -335,7 +341,7 @@ class ObjectHandlers:
         return ok(self._get(kind, namespace, name))
 
     async def delete(self, request: Request) -> Response:
-        kind = self._kind(request)
+        kind = await self._kind(request)
         if not kind.deletable:
             raise errors.method_not_allowed()
         namespace, name = request.path_params.get("namespace"), request.path_params["name"]

@@ -411,6 +411,22 @@ class LogFollower:
                 self._consumer.seek(tp, resume[tp])
         return tps
 
+    def pause(self, tps: list[TopicPartition]) -> None:
+        """Fetch nothing of `tps` until `resume_at`."""
+        self._consumer.pause(*tps)
+
+    async def resume_at(
+        self, offsets: dict[TopicPartition, int], tps: list[TopicPartition]
+    ) -> None:
+        """Fetch `tps` again, each from its offset in `offsets` (the beginning when absent)."""
+        from_start = [tp for tp in tps if tp not in offsets]
+        if from_start:
+            await self._consumer.seek_to_beginning(*from_start)
+        for tp in tps:
+            if tp in offsets:
+                self._consumer.seek(tp, offsets[tp])
+        self._consumer.resume(*tps)
+
     def hold_fetches(self, wait_ms: int) -> None:
         """From the next fetch on, let the broker hold fetches up to `wait_ms` while records
         flow (0: never; a fetch the broker holds now still ends as it was asked)."""

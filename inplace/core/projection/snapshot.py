@@ -20,6 +20,7 @@ from typing import TypeVar
 import asyncpg
 from aiokafka import TopicPartition
 
+from inplace.core.projection.eventstore import EventStore
 from inplace.core.projection.podstore import PodStore
 from inplace.core.projection.state import ClusterState
 from inplace.core.projection.store import ProjectionStore
@@ -81,17 +82,40 @@ async def load_snapshot(
     *,
     allocations: bool = False,
     demands: bool = False,
+    events: bool = True,
 ) -> Snapshot | str:
-    """The snapshot, or why there is none (one line, for the log)."""
+    """The snapshot, or why there is none (one line, for the log); `events`: with the
+    Kubernetes Events (`load_events_snapshot` brings them apart)."""
 
     async def read(conn: asyncpg.Connection, store: ProjectionStore) -> Snapshot | str:
         offsets = await store.offsets(conn)
         if not offsets:
             return "the projector has not stored anything yet"
         priced: dict[tuple[str, str], str] | None = {} if demands else None
-        state = await store.load_state(conn, allocations=allocations, demands=priced)
+        state = await store.load_state(conn, allocations=allocations, demands=priced, events=events)
         mine = {tp: n for tp, n in offsets.items() if tp.topic in projected_topics}
         return Snapshot(state, mine, priced or {})
+
+    return await _consistent_read(dsn, schema, read, connect_timeout)
+
+
+@dataclass(frozen=True)
+class EventsSnapshot:
+    events: EventStore
+    offsets: dict[TopicPartition, int]  # of the Events' topic: where its log goes on
+
+
+async def load_events_snapshot(
+    dsn: str, schema: str, topic: str, connect_timeout: float = 10.0
+) -> EventsSnapshot | str:
+    """The projection's Kubernetes Events and the offsets of their topic `topic`, read
+    together (the Events fold only from that topic, so they may be read apart from the rest of
+    a snapshot, later); or why not."""
+
+    async def read(conn: asyncpg.Connection, store: ProjectionStore) -> EventsSnapshot | str:
+        offsets = await store.offsets(conn)
+        mine = {tp: n for tp, n in offsets.items() if tp.topic == topic}
+        return EventsSnapshot(await store.load_events(conn), mine)
 
     return await _consistent_read(dsn, schema, read, connect_timeout)
 

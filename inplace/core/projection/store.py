@@ -107,11 +107,14 @@ class ProjectionStore:
         *,
         allocations: bool = False,
         demands: dict[tuple[str, str], str] | None = None,
+        events: bool = True,
     ) -> ClusterState:
         """Every projected object, as the fold of the log up to `offsets` holds it (call both
         inside one REPEATABLE READ transaction for a consistent snapshot); `allocations`: the
         kubelet's checkpoint too; `demands`: filled with the stored demand (`demand_json`) of
-        each pod bound to a node and not ended, where the row has one."""
+        each pod bound to a node and not ended, where the row has one; `events`: the
+        Kubernetes Events too (only a holder that follows them wants them: hundreds of
+        thousands within the event TTL)."""
         s = self.schema
         state = ClusterState(allocations={} if allocations else None)
         pods = PodStore()
@@ -147,18 +150,25 @@ class ProjectionStore:
         for r in await conn.fetch(query):
             key = (r["namespace"], r["name"])
             state.poddisruptionbudgets[key] = PodDisruptionBudget.model_validate_json(r["object"])
-        state.events = events = EventStore()
+        if events:
+            state.events = await self.load_events(conn)
+        return state
+
+    async def load_events(self, conn: asyncpg.Connection) -> EventStore:
+        """The Kubernetes Events, held as their JSON (call inside the REPEATABLE READ
+        transaction that reads their offsets)."""
+        events = EventStore()
         written = "object->>'lastTimestamp', object->>'eventTime'"
         written += ", object->'metadata'->>'creationTimestamp'"
         columns = "namespace, name, resource_version, object, involved_name"
         columns += f", coalesce({written}) AS written"
-        async for r in _rows(conn, f"SELECT {columns} FROM {s}.events"):
+        async for r in _rows(conn, f"SELECT {columns} FROM {self.schema}.events"):
             at = datetime.fromisoformat(r["written"]) if r["written"] else None
             key = (sys.intern(r["namespace"]), r["name"])
             raw = r["object"].encode()
             rv, involved = r["resource_version"], r["involved_name"]
             events.put_json(key, raw, rv=rv, written=at, involved=involved)
-        return state
+        return events
 
     async def latest_requests(
         self, conn: asyncpg.Connection, keys: list[tuple[str, str]], *, besides: str

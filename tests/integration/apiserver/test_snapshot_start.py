@@ -62,6 +62,9 @@ async def test_restart_reads_only_the_log_after_the_projection(
         )
         for i in range(25)
     ]
+    # An Event after the snapshot: read from the log once the projection's Events are in.
+    late_event = factories.kube_event("team-a", "late-3")
+    tail.append(Envelope.wrap(ev.KubeEventRecorded(event=late_event), producer="kubelet"))
     await producer.publish_many(tail)
     expected = factories.fold(*(e.payload for e in [*history, *tail]))
     want = {k: p.spec.containers[0].resources.to_k8s() for k, p in expected.pods.items()}
@@ -70,14 +73,10 @@ async def test_restart_reads_only_the_log_after_the_projection(
     api.start()
     try:
         await api.ready()
-        ends = sum((await end_offsets(settings)).values())
-        served, metrics = await _served(api)
-        assert served == want, "the snapshot plus the tail is the fold of the whole log"
-        assert _consumed(metrics) == ends - snapshot_at, "only the records after the snapshot"
-        assert 'inplace_read_model_start_source{role="apiserver",source="snapshot"} 1.0' in metrics
         async with api.client(base_url=api.url) as client:
-            # Events loaded from the snapshot are found by the object they are about.
-            assert expected.events, "the history records Events"
+            # The Events come after the rest (their own snapshot, then their log): a LIST
+            # waits for them, and finds each by the object it is about.
+            assert len(expected.events) > 1, "the history records Events"
             for (namespace, name), event in expected.events.items():
                 about = event.involved_object.name
                 listed = await client.get(
@@ -85,6 +84,13 @@ async def test_restart_reads_only_the_log_after_the_projection(
                     params={"fieldSelector": f"involvedObject.name={about}"},
                 )
                 assert [e["metadata"]["name"] for e in listed.json()["items"]] == [name]
+        assert "Events loaded from the projection" in api.log.read_text()
+        ends = sum((await end_offsets(settings)).values())
+        served, metrics = await _served(api)
+        assert served == want, "the snapshot plus the tail is the fold of the whole log"
+        assert _consumed(metrics) == ends - snapshot_at, "only the records after the snapshot"
+        assert 'inplace_read_model_start_source{role="apiserver",source="snapshot"} 1.0' in metrics
+        async with api.client(base_url=api.url) as client:
             assert (await client.get("/api/v1/namespaces/team-a/pods/web-0")).status_code == 404
             late = await client.get("/api/v1/namespaces/team-a/pods/late-3")
             assert late.status_code == 200
