@@ -402,14 +402,17 @@ class LogFollower:
                 raise RuntimeError(f"topic {topic} does not exist: run `inplace topics`")
             tps.extend(TopicPartition(topic, p) for p in sorted(parts))
         self._consumer.assign(tps)
-        resume = resume or {}
-        from_start = [tp for tp in tps if tp not in resume]
+        await self._seek(resume or {}, tps)
+        return tps
+
+    async def _seek(self, offsets: dict[TopicPartition, int], tps: list[TopicPartition]) -> None:
+        """Each of `tps` from its offset in `offsets`, or from the beginning when absent."""
+        from_start = [tp for tp in tps if tp not in offsets]
         if from_start:
             await self._consumer.seek_to_beginning(*from_start)
         for tp in tps:
-            if tp in resume:
-                self._consumer.seek(tp, resume[tp])
-        return tps
+            if tp in offsets:
+                self._consumer.seek(tp, offsets[tp])
 
     def pause(self, tps: list[TopicPartition]) -> None:
         """Fetch nothing of `tps` until `resume_at`."""
@@ -419,12 +422,7 @@ class LogFollower:
         self, offsets: dict[TopicPartition, int], tps: list[TopicPartition]
     ) -> None:
         """Fetch `tps` again, each from its offset in `offsets` (the beginning when absent)."""
-        from_start = [tp for tp in tps if tp not in offsets]
-        if from_start:
-            await self._consumer.seek_to_beginning(*from_start)
-        for tp in tps:
-            if tp in offsets:
-                self._consumer.seek(tp, offsets[tp])
+        await self._seek(offsets, tps)
         self._consumer.resume(*tps)
 
     def hold_fetches(self, wait_ms: int) -> None:
