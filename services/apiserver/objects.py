@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
-from inplace.core.projection.eventstore import EventStore
+from inplace.core.projection.eventstore import EventStore, list_key
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.envelope import EventPayload
@@ -44,7 +44,7 @@ from services.apiserver.http import (
     server_side_apply_request,
 )
 from services.apiserver.namespaces import admit_content, refuse_deletion, terminate
-from services.apiserver.paging import Listing
+from services.apiserver.paging import JoinedKeys, Listing
 from services.apiserver.pdbvalidation import validate_pdb, validate_pdb_update
 from services.apiserver.selectors import field_equals
 from services.apiserver.writer import Writer
@@ -404,11 +404,13 @@ def _event_listing(events: EventStore, namespace: str | None, selector: str | No
     (no model built); only those about the object a fieldSelector names, when it names one
     (kubectl describe's), are candidates at all."""
     about = field_equals(selector, "involvedObject.name")
-    keys = sorted(f"{ns}/{name}" for ns, name in events.keys_of(namespace, involved=about))
+    if about is None:
+        keys = events.listed(namespace)
+    else:
+        keys = sorted(events.keys_of(namespace, involved=about), key=list_key)
 
     def fetch(i: int) -> dict[str, Any]:
-        ns, _, name = keys[i].partition("/")
-        parsed: dict[str, Any] = json.loads(events.json((ns, name)))
+        parsed: dict[str, Any] = json.loads(events.json(keys[i]))
         return parsed
 
-    return Listing(keys, fetch)
+    return Listing(JoinedKeys(keys), fetch)

@@ -16,7 +16,7 @@ import json
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from services.apiserver import errors
 
@@ -29,6 +29,27 @@ def key_of(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
     namespace, name = meta.get("namespace"), meta.get("name") or ""
     return f"{namespace}/{name}" if namespace else name
+
+
+class JoinedKeys(Sequence[str]):
+    """The list keys of (namespace, name) pairs already in their order, each joined only when
+    a page looks at it (a page bisects to its start: a few dozen of 150,000)."""
+
+    def __init__(self, pairs: Sequence[tuple[str, str]]) -> None:
+        self._pairs = pairs
+
+    def __len__(self) -> int:
+        return len(self._pairs)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[str]: ...
+    def __getitem__(self, i: int | slice) -> str | Sequence[str]:
+        if isinstance(i, slice):
+            return [f"{ns}/{name}" for ns, name in self._pairs[i]]
+        ns, name = self._pairs[i]
+        return f"{ns}/{name}"
 
 
 @dataclass(frozen=True)

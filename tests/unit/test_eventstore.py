@@ -120,3 +120,16 @@ def test_the_events_about_an_object_follow_puts_moves_and_deletes() -> None:
     del store[("other", "e2")]
     assert store.keys_of(involved="p1") == []
     assert len(store) == 1
+
+
+def test_a_list_order_is_kept_until_an_event_comes_or_goes() -> None:
+    store = EventStore(hot=1)
+    for ns, name in [("a", "x.1"), ("a-b", "y.1"), ("a", "w.1")]:
+        store.put_json((ns, name), event_json(_event(name[0], T0)), rv=1, written=T0, involved="p")
+    assert store.listed() == [("a-b", "y.1"), ("a", "w.1"), ("a", "x.1")]  # "a-b/" < "a/"
+    assert store.listed("a") == [("a", "w.1"), ("a", "x.1")]
+    assert store.listed("a") is store.listed("a")  # kept
+    store[("a", "v.1")] = _event("v", T0)
+    assert store.listed("a") == [("a", "v.1"), ("a", "w.1"), ("a", "x.1")]
+    del store[("a", "w.1")]
+    assert store.listed() == [("a-b", "y.1"), ("a", "v.1"), ("a", "x.1")]

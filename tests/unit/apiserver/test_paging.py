@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from services.apiserver import errors
-from services.apiserver.paging import Listing, continue_token, page, parse_continue
+from services.apiserver.paging import JoinedKeys, Listing, continue_token, page, parse_continue
 
 
 def pod(namespace: str, name: str, app: str = "web") -> dict[str, object]:
@@ -24,6 +24,22 @@ def test_pages_follow_etcd_key_order_and_decode_only_what_they_look_at() -> None
     rest = page(counted, lambda o: True, 2, first.last or "")
     assert [o["metadata"]["name"] for o in rest.items] == ["x", "z"]  # type: ignore[index]
     assert (rest.last, rest.remaining) == (None, 0)
+
+
+def test_joined_keys_page_as_the_objects_own_keys_do() -> None:
+    objects = [pod("a", "x"), pod("a-b", "y"), pod("a", "w"), pod("b", "z")]
+    pairs = sorted(
+        ((str(o["metadata"]["namespace"]), str(o["metadata"]["name"])) for o in objects),  # type: ignore[index]
+        key=lambda k: f"{k[0]}/{k[1]}",
+    )
+    by_pair = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objects}  # type: ignore[index]
+    joined = Listing(JoinedKeys(pairs), lambda i: by_pair[pairs[i]])
+    assert list(joined.keys) == list(Listing.of(objects).keys) == ["a-b/y", "a/w", "a/x", "b/z"]
+    assert joined.keys[1:3] == ["a/w", "a/x"]
+    first = page(joined, lambda o: True, 3, "")
+    rest = page(joined, lambda o: True, 3, first.last or "")
+    names = [o["metadata"]["name"] for o in [*first.items, *rest.items]]  # type: ignore[index]
+    assert (names, first.last, rest.last) == (["y", "w", "x", "z"], "a/x", None)
 
 
 def test_a_page_of_matches_may_be_short_and_no_limit_is_everything() -> None:
