@@ -175,6 +175,12 @@ def _namespace_of(obj: Any) -> str | None:
     return value
 
 
+def _said_if_failed(task: asyncio.Task[None]) -> None:
+    """The Events' late load failed: said in the log (what serves Events keeps waiting)."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("the Events were not loaded", exc_info=task.exception())
+
+
 def _newest_rv(objects: Any) -> int:
     if isinstance(objects, PodStore | EventStore):
         return objects.newest_resource_version()  # without decoding every object
@@ -370,6 +376,7 @@ class ReadModel:
         if deferred:
             follower.pause(deferred)
             self._events_task = asyncio.create_task(self._events_later(follower, deferred))
+            self._events_task.add_done_callback(_said_if_failed)
         else:
             self.events_ready.set()
         try:
@@ -424,8 +431,8 @@ class ReadModel:
             events, offsets = EventStore(), {}
         else:
             events, offsets = found.events, found.offsets
-        # Nothing of their topic was applied while paused, and no other topic folds Events:
-        # the swap needs no merge. No await between it and the resume.
+        # Nothing of their topic was applied while paused (they stay paused until resumed
+        # below), and no other topic folds Events: the swap needs no merge.
         self.state.events = events
         for tp in tps:
             self.applied[tp] = offsets.get(tp, 0)
