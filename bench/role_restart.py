@@ -4,9 +4,9 @@ the projection snapshot versus the whole log from offset 0.
 Builds the history straight onto the log, streamed (nodes registered, pods created, bound and
 Running, then many resize flows each; the Kubernetes Events a cluster holds for its pods within
 the event TTL: Scheduled, Pulled, Created, Started and the last resize's two, `--kube-events`),
-lets the projector catch up, stops it, then starts each
-role and times /readyz. Not a test: prints figures. BENCH_LOG_LEVEL=INFO shows each role's
-own log lines (when it loaded the snapshot, joined its group, served).
+lets the projector catch up, stops it, then starts each role and times /readyz (and, for the
+apiserver, until it serves its Events). Not a test: prints figures. BENCH_LOG_LEVEL=INFO shows
+each role's own log lines (when it loaded the snapshot, joined its group, served).
 
     .venv/bin/python -m bench.role_restart --nodes 1000 --pods 50000 --resizes 20 \
         --roles apiserver,scheduler,quota,hotplug,workload,kubelet --offset0 apiserver

@@ -12,7 +12,7 @@ describe pod` lists the Events of one pod, and parsing every Event of a namespac
 to find its four took seconds (`keys_of(namespace, involved=...)`).
 
 Out of the hot set an Event's JSON is held compressed (zlib from a preset dictionary of a
-typical Event's JSON: ~740 bytes become ~140), each once as it leaves the set or comes from a
+typical Event's JSON: ~740 bytes become ~187), each once as it leaves the set or comes from a
 snapshot row; a LIST's page and the TTL sweep decompress what they read.
 
 As in PodStore, every change goes through `store[key] = event` (the reducer returns a new
@@ -49,7 +49,7 @@ class _Entry:
 
 
 def list_key(key: NsName) -> str:
-    """ "namespace/name": the key a LIST orders and pages Events by."""
+    """The key a LIST orders and pages Events by: "namespace/name"."""
     return f"{key[0]}/{key[1]}"
 
 
