@@ -14,7 +14,8 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
-from inplace.core.projection.eventstore import EventStore, list_key
+from inplace.core.projection.entries import list_key
+from inplace.core.projection.eventstore import EventStore
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.envelope import EventPayload

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
+from inplace.core.projection.entries import list_key
 from services.apiserver import errors
 
 Obj = dict[str, Any]
@@ -47,9 +48,8 @@ class JoinedKeys(Sequence[str]):
     def __getitem__(self, i: slice) -> Sequence[str]: ...
     def __getitem__(self, i: int | slice) -> str | Sequence[str]:
         if isinstance(i, slice):
-            return [f"{ns}/{name}" for ns, name in self._pairs[i]]
-        ns, name = self._pairs[i]
-        return f"{ns}/{name}"
+            return [list_key(pair) for pair in self._pairs[i]]
+        return list_key(self._pairs[i])
 
 
 @dataclass(frozen=True)

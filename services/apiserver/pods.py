@@ -10,6 +10,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from inplace.core.projection.entries import list_key
 from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.k8s import Pod
@@ -91,7 +92,7 @@ class PodHandlers:
         namespace = request.path_params.get("namespace")
         await not_older_than(request, self.model, "pods")
         pods = self.model.pods
-        keys = sorted(f"{ns}/{name}" for ns, name in pods if namespace is None or ns == namespace)
+        keys = sorted(list_key(k) for k in pods if namespace is None or k[0] == namespace)
 
         def fetch(i: int) -> dict[str, Any]:
             # Parsed from the stored JSON (cheaper than decoding into models), and only the

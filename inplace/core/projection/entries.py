@@ -10,6 +10,11 @@ Key = TypeVar("Key")
 Obj = TypeVar("Obj")
 
 
+def list_key(key: tuple[str, str]) -> str:
+    """The key a LIST orders and pages namespaced objects by: "namespace/name" (etcd's)."""
+    return f"{key[0]}/{key[1]}"
+
+
 class HeldAsEntries(MutableMapping[Key, Obj]):
     """A mapping whose keys are those of `_entries` (one per object held, decoded or not)."""
 

@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
-from inplace.core.projection.entries import HeldAsEntries
+from inplace.core.projection.entries import HeldAsEntries, list_key
 from schemas.k8s import Event, ObjectMeta
 from schemas.kubeevents import event_about, last_written, reference
 
@@ -46,11 +46,6 @@ class _Entry:
         self.rv = rv
         self.written = written
         self.involved = involved
-
-
-def list_key(key: NsName) -> str:
-    """The key a LIST orders and pages Events by: "namespace/name"."""
-    return f"{key[0]}/{key[1]}"
 
 
 def event_json(event: Event) -> bytes:

@@ -148,7 +148,10 @@ def allocation_json(allocated: ev.Allocated) -> bytes:
 def _put(state: ClusterState, collection: str, key: Any, obj: Any) -> None:
     objects: dict[Any, Any] = getattr(state, collection)
     if obj is None:
-        objects.pop(key, None)  # not pop: a store would decode what it drops
+        # Not pop: MutableMapping.pop reads the object first, and a store (PodStore,
+        # EventStore) would decode what it drops.
+        if key in objects:
+            del objects[key]  # noqa: RUF051
     else:
         objects[key] = obj
     touched = state.touched.get(collection)
