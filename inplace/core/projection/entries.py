@@ -1,5 +1,5 @@
-"""What the stores that hold objects as JSON entries share (PodStore, EventStore): their keys
-are their entries' (an object decoded or not is there all the same)."""
+"""What the stores that hold objects as JSON share: the key a LIST orders them by, and (PodStore)
+keys that are their entries' (an object decoded or not is there all the same)."""
 
 from __future__ import annotations
 
