@@ -126,10 +126,16 @@ def test_a_list_order_is_kept_until_an_event_comes_or_goes() -> None:
     store = EventStore(hot=1)
     for ns, name in [("a", "x.1"), ("a-b", "y.1"), ("a", "w.1")]:
         store.put_json((ns, name), event_json(_event(name[0], T0)), rv=1, written=T0, involved="p")
-    assert store.listed() == [("a-b", "y.1"), ("a", "w.1"), ("a", "x.1")]  # "a-b/" < "a/"
-    assert store.listed("a") == [("a", "w.1"), ("a", "x.1")]
-    assert store.listed("a") is store.listed("a")  # kept
+    listed = store.listed()
+    assert list(listed) == [("a-b", "y.1"), ("a", "w.1"), ("a", "x.1")]  # "a-b/" < "a/"
+    assert (listed[-1], listed[1:], len(listed)) == (("a", "x.1"), [("a", "w.1"), ("a", "x.1")], 3)
+    assert list(store.listed("a")) == [("a", "w.1"), ("a", "x.1")]
+    assert list(store.listed("none-here")) == []
     store[("a", "v.1")] = _event("v", T0)
-    assert store.listed("a") == [("a", "v.1"), ("a", "w.1"), ("a", "x.1")]
+    assert list(store.listed("a")) == [("a", "v.1"), ("a", "w.1"), ("a", "x.1")]
     del store[("a", "w.1")]
-    assert store.listed() == [("a-b", "y.1"), ("a", "v.1"), ("a", "x.1")]
+    assert list(store.listed()) == [("a-b", "y.1"), ("a", "v.1"), ("a", "x.1")]
+    del store[("a-b", "y.1")]
+    assert list(store.listed()) == [("a", "v.1"), ("a", "x.1")]
+    with pytest.raises(IndexError):
+        store.listed()[2]

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import struct
 import zlib
+from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping, Sequence
 from datetime import UTC, datetime, timedelta
+from itertools import accumulate
+from typing import overload
 
-from inplace.core.projection.entries import list_key
 from schemas.k8s import Event, ObjectMeta
 from schemas.kubeevents import event_about, last_written, reference
 
@@ -127,6 +129,33 @@ def _head(held: bytes) -> tuple[int, str, int]:
     return micros, held[_HEAD.size : start].decode(), start
 
 
+class KeysInOrder(Sequence[NsName]):
+    """Keys in LIST order over each namespace's names in order (namespaces ordered by their
+    "namespace/" prefix), a key tuple made only for the index a page looks at."""
+
+    def __init__(self, parts: list[tuple[str, list[str]]]) -> None:
+        self._parts = parts
+        self._starts = list(accumulate((len(names) for _, names in parts), initial=0))
+
+    def __len__(self) -> int:
+        return self._starts[-1]
+
+    @overload
+    def __getitem__(self, i: int) -> NsName: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[NsName]: ...
+    def __getitem__(self, i: int | slice) -> NsName | list[NsName]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        part = bisect_right(self._starts, i) - 1
+        namespace, names = self._parts[part]
+        return namespace, names[i - self._starts[part]]
+
+
 class EventStore(MutableMapping[NsName, Event]):
     def __init__(self, hot: int = DEFAULT_HOT) -> None:
         self.hot = hot
@@ -135,9 +164,9 @@ class EventStore(MutableMapping[NsName, Event]):
         self._decoded: OrderedDict[NsName, Event] = OrderedDict()  # LRU order
         # (namespace, involvedObject.name) -> the names of the Events about it (a few each)
         self._about: dict[NsName, list[str]] = {}
-        # LIST order of each namespace's keys (None: all), kept while no Event comes or goes:
-        # a client paging through 150,000 Events no longer sorts them for every page.
-        self._listed: dict[str | None, list[NsName]] = {}
+        # Each namespace's names in LIST order, kept while none of its Events comes or goes: a
+        # client paging through 150,000 Events no longer sorts them for every page.
+        self._listed: dict[str, list[str]] = {}
         self._newest = 0  # the greatest resourceVersion put (a start's watch window begins there)
 
     # --- the mapping ------------------------------------------------------------------------
@@ -164,7 +193,7 @@ class EventStore(MutableMapping[NsName, Event]):
             del self._held[namespace]
         self._unindex(key, _head(held)[1])
         self._decoded.pop(key, None)
-        self._listed.clear()
+        self._listed.pop(namespace, None)
 
     def __iter__(self) -> Iterator[NsName]:
         for namespace, names in list(self._held.items()):
@@ -188,7 +217,7 @@ class EventStore(MutableMapping[NsName, Event]):
         names[name] = held
         involved = _head(held)[1]
         if before is None:
-            self._listed.clear()
+            self._listed.pop(namespace, None)
         else:
             was = _head(before)[1]
             if was == involved:
@@ -222,13 +251,16 @@ class EventStore(MutableMapping[NsName, Event]):
             return [(ns, name) for ns in spaces for name in self._held.get(ns, ())]
         return [(ns, name) for ns in spaces for name in self._about.get((ns, involved), ())]
 
-    def listed(self, namespace: str | None = None) -> list[NsName]:
-        """The keys of the Events (of `namespace`) in a LIST's order, "namespace/name" (the
-        same list again until an Event comes or goes)."""
+    def listed(self, namespace: str | None = None) -> KeysInOrder:
+        """The keys of the Events (of `namespace`) in a LIST's order, "namespace/name"; each
+        namespace's order is kept until one of its Events comes or goes."""
+        spaces = sorted(self._held, key=lambda ns: ns + "/") if namespace is None else [namespace]
+        return KeysInOrder([(ns, self._names_listed(ns)) for ns in spaces if ns in self._held])
+
+    def _names_listed(self, namespace: str) -> list[str]:
         found = self._listed.get(namespace)
         if found is None:
-            found = sorted(self.keys_of(namespace), key=list_key)
-            self._listed[namespace] = found
+            found = self._listed[namespace] = sorted(self._held[namespace])
         return found
 
     def json(self, key: NsName) -> bytes:
