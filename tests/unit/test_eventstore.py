@@ -9,7 +9,8 @@ import pytest
 
 from inplace.core.bus.consumer import Record
 from inplace.core.bus.producer import Position
-from inplace.core.projection.eventstore import EventStore, event_json
+from inplace.core.projection.eventpack import event_json
+from inplace.core.projection.eventstore import EventStore
 from inplace.core.projection.state import ClusterState
 from schemas import events as ev
 from schemas.envelope import Envelope

@@ -13,9 +13,9 @@ The store also knows which Events are about which object (by involvedObject.name
 describe pod` lists the Events of one pod, and parsing every Event of a namespace of 50,000 pods
 to find its four took seconds (`keys_of(namespace, involved=...)`).
 
-Out of the hot set an Event's JSON is held compressed (zlib from a preset dictionary of a
-typical Event's JSON: ~740 bytes become ~187), each once as it leaves the set or comes from a
-snapshot row; a LIST's page and the TTL sweep decompress what they read.
+Out of the hot set an Event's JSON is held compressed (eventpack.py: ~570 bytes become ~124),
+each once as it leaves the set or comes from a snapshot row; a LIST's page and the TTL sweep
+decompress what they read.
 
 As in PodStore, every change goes through `store[key] = event` (the reducer returns a new
 object): a decoded Event changed in place and not put back keeps its change only while hot.
@@ -24,7 +24,6 @@ object): a decoded Event changed in place and not put back keeps its change only
 from __future__ import annotations
 
 import struct
-import zlib
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterator, MutableMapping, Sequence
@@ -32,73 +31,13 @@ from datetime import UTC, datetime, timedelta
 from itertools import accumulate
 from typing import overload
 
-from schemas.k8s import Event, ObjectMeta
-from schemas.kubeevents import event_about, last_written, reference
+from inplace.core.projection.eventpack import event_json, pack, unpack
+from schemas.k8s import Event
+from schemas.kubeevents import last_written
 
 NsName = tuple[str, str]
 
 DEFAULT_HOT = 1024
-
-
-def event_json(event: Event) -> bytes:
-    """An Event's Kubernetes JSON, in one pass."""
-    raw: bytes = event.__pydantic_serializer__.to_json(event, by_alias=True, exclude_none=True)
-    return raw
-
-
-def _typical() -> bytes:
-    """The preset dictionary: what most Events' JSON repeats (keys, the kubelet's words)."""
-    at = datetime(2026, 1, 1, tzinfo=UTC)
-    pod = ObjectMeta(name="web-0", namespace="default", uid="00000000-0000-0000-0000-000000000000")
-    words = [
-        ("Scheduled", "Successfully assigned default/web-0 to node-0", None),
-        ("Started", "Started container app", "node-0"),
-        ("ResizeStarted", 'Pod resize started: {"containers":[{"name":"app","resources":'
-         '{"limits":{"cpu":"100m","memory":"128Mi"},"requests":{"cpu":"100m","memory":'
-         '"128Mi"}}}],"generation":2}', "node-0"),
-    ]  # fmt: skip
-    return b"".join(
-        event_json(
-            event_about(
-                reference("Pod", pod),
-                name="web-0.1",
-                namespace="default",
-                reason=reason,
-                message=message,
-                component="kubelet" if host else "default-scheduler",
-                instance=host or "default-scheduler",
-                host=host,
-                now=at,
-                counted=host is not None,
-            )
-        )
-        for reason, message, host in words
-    )
-
-
-# Fastest level, a 2 KiB window (the dictionary fits), little memory: each Event is packed
-# alone, from a copy of a (de)compressor that has read the dictionary already (~12 µs to pack,
-# ~5 to unpack; a fresh one per Event re-reads the dictionary).
-_WBITS = 11
-_PACKER = zlib.compressobj(1, zlib.DEFLATED, _WBITS, 4, zdict=_typical())
-_UNPACKER = zlib.decompressobj(_WBITS, zdict=_typical())
-
-
-def _pack(raw: bytes) -> bytes:
-    """An Event's JSON as held out of the hot set; packed JSON stays as it is (a zlib stream
-    never starts with "{")."""
-    if raw[:1] != b"{":
-        return raw
-    packer = _PACKER.copy()
-    return packer.compress(raw) + packer.flush()
-
-
-def _unpack(held: bytes) -> bytes:
-    """The JSON of an Event held packed (or not)."""
-    if held[:1] == b"{":
-        return held
-    unpacker = _UNPACKER.copy()
-    return unpacker.decompress(held) + unpacker.flush()
 
 
 # What the store keeps of each Event beside its JSON, in front of it in one bytes object (an
@@ -182,7 +121,7 @@ class EventStore(MutableMapping[NsName, Event]):
 
     def __setitem__(self, key: NsName, event: Event) -> None:
         self._newest = max(self._newest, int(event.metadata.resource_version or 0))
-        self._hold(key, _held(last_written(event), event.involved_object.name or "", b""))
+        self._hold(key, last_written(event), event.involved_object.name or "", b"")
         self._decoded.pop(key, None)
         self._admit(key, event)
 
@@ -209,13 +148,12 @@ class EventStore(MutableMapping[NsName, Event]):
         names = self._held.get(key[0])
         return names is not None and key[1] in names
 
-    def _hold(self, key: NsName, held: bytes) -> None:
-        """Put `held` (head and body) at `key`, indexing the object it is about."""
+    def _hold(self, key: NsName, written: datetime | None, involved: str, body: bytes) -> None:
+        """Hold an Event at `key` (`_held`), indexing the object it is about."""
         namespace, name = key
         names = self._held.setdefault(namespace, {})
         before = names.get(name)
-        names[name] = held
-        involved = _head(held)[1]
+        names[name] = _held(written, involved, body)
         if before is None:
             self._listed.pop(namespace, None)
         else:
@@ -272,7 +210,7 @@ class EventStore(MutableMapping[NsName, Event]):
             raw = event_json(self._decoded[key])
             self._held[namespace][name] = held + raw
             return raw
-        return _unpack(held[start:])
+        return unpack(held[start:])
 
     def written_before(self, cutoff: datetime) -> list[Event]:
         """The Events last written at or before `cutoff` (the TTL sweep's), decoded; the
@@ -291,7 +229,7 @@ class EventStore(MutableMapping[NsName, Event]):
         """Hold an Event as its JSON (a snapshot row), undecoded; `involved` is its
         involvedObject.name."""
         self._newest = max(self._newest, rv)
-        self._hold(key, _held(written, involved, _pack(raw)))
+        self._hold(key, written, involved, pack(raw))
         self._decoded.pop(key, None)
 
     def newest_resource_version(self) -> int:
@@ -310,7 +248,7 @@ class EventStore(MutableMapping[NsName, Event]):
         event = self._decoded.get(key)
         if event is None:
             held = self._held[key[0]][key[1]]
-            event = Event.model_validate_json(_unpack(held[_head(held)[2] :]))
+            event = Event.model_validate_json(unpack(held[_head(held)[2] :]))
         return event
 
     def _admit(self, key: NsName, event: Event) -> None:
@@ -321,4 +259,4 @@ class EventStore(MutableMapping[NsName, Event]):
             if held is not None:
                 start = _head(held)[2]
                 body = event_json(old) if len(held) == start else held[start:]
-                self._held[namespace][name] = held[:start] + _pack(body)
+                self._held[namespace][name] = held[:start] + pack(body)
