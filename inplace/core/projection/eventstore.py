@@ -101,8 +101,9 @@ class EventStore(MutableMapping[NsName, Event]):
         # namespace -> name -> the Event as held (`_held`); no key tuple per Event
         self._held: dict[str, dict[str, bytes]] = {}
         self._decoded: OrderedDict[NsName, Event] = OrderedDict()  # LRU order
-        # (namespace, involvedObject.name) -> the names of the Events about it (a few each)
-        self._about: dict[NsName, list[str]] = {}
+        # namespace -> involvedObject.name -> the names of the Events about it (a few for a
+        # pod, thousands for a CloneSet that made thousands of pods)
+        self._about: dict[str, dict[str, list[str]]] = {}
         # Each namespace's names in LIST order, kept while none of its Events comes or goes: a
         # client paging through 150,000 Events no longer sorts them for every page.
         self._listed: dict[str, list[str]] = {}
@@ -161,14 +162,16 @@ class EventStore(MutableMapping[NsName, Event]):
             if was == involved:
                 return
             self._unindex(key, was)
-        self._about.setdefault((namespace, involved), []).append(name)
+        self._about.setdefault(namespace, {}).setdefault(involved, []).append(name)
 
     def _unindex(self, key: NsName, involved: str) -> None:
-        about = (key[0], involved)
-        names = self._about[about]
-        names.remove(key[1])
-        if not names:
-            del self._about[about]
+        namespace, name = key
+        about = self._about[namespace]
+        about[involved].remove(name)
+        if not about[involved]:
+            del about[involved]
+            if not about:
+                del self._about[namespace]
 
     def items(self) -> Iterator[tuple[NsName, Event]]:  # type: ignore[override]
         """Every Event, decoded for reading; the hot set is left as it was."""
@@ -187,7 +190,8 @@ class EventStore(MutableMapping[NsName, Event]):
         spaces = list(self._held) if namespace is None else [namespace]
         if involved is None:
             return [(ns, name) for ns in spaces for name in self._held.get(ns, ())]
-        return [(ns, name) for ns in spaces for name in self._about.get((ns, involved), ())]
+        about = ((ns, self._about.get(ns, {}).get(involved, ())) for ns in spaces)
+        return [(ns, name) for ns, names in about for name in names]
 
     def listed(self, namespace: str | None = None) -> KeysInOrder:
         """The keys of the Events (of `namespace`) in a LIST's order, "namespace/name"; each
