@@ -4,7 +4,7 @@ A decoded Event takes ~4.7 KB of heap, its JSON ~0.6 KB, and the apiserver holds
 of the last hour (its event TTL): a Scheduled for each pod, the kubelet's for each container
 it starts and each resize, hundreds of thousands at 50,000 pods. In front of each Event's JSON
 the store keeps when it was last written, so the TTL sweep decodes only the expired ones, and
-what it is about, all in one bytes object under its name in its namespace's dict: ~340 bytes
+what it is about, all in one bytes object under its name in its namespace's dict: ~300 bytes
 of RSS per Event in all (an entry object, a timestamp, a key tuple each took ~570). The
 `hot` Events written or read last stay decoded: a repeated Event aggregates on one just
 written, and each is serialized once (the watch's JSON, `settle`, or when it leaves the set).
@@ -13,7 +13,7 @@ The store also knows which Events are about which object (by involvedObject.name
 describe pod` lists the Events of one pod, and parsing every Event of a namespace of 50,000 pods
 to find its four took seconds (`keys_of(namespace, involved=...)`).
 
-Out of the hot set an Event's JSON is held compressed (eventpack.py: ~570 bytes become ~124),
+Out of the hot set an Event's JSON is held compressed (eventpack.py: ~570 bytes become ~105),
 each once as it leaves the set or comes from a snapshot row; a LIST's page and the TTL sweep
 decompress what they read.
 
