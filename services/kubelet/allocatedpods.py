@@ -9,7 +9,10 @@ checkpoints): the steps of one resize decode its pod at most once.
 
 Like the views it replaces, a pod read here is for reading: a change is a new checkpoint. It
 is kept without its conditions and resourceVersion (`_kept`): no decision reads them of an
-allocation, and a running pod's five conditions were a third of its JSON.
+allocation, and a running pod's five conditions were a third of its JSON. The JSON is held
+packed (jsonpack.py, from a dictionary of a typical allocated pod): ~0.5 KB a pod was an
+eighth of a kubelet's memory at 50,000 pods; packed, ~60 bytes (~7 µs to pack, ~3 to unpack,
+against ~11 to decode).
 """
 
 from __future__ import annotations
@@ -17,9 +20,34 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 
+from inplace.core.projection.jsonpack import JsonPacker
+from schemas.k8s import Pod
 from schemas.podview import PodLike, PodResources
 
 RECENT = 4
+
+
+def _typical() -> list[bytes]:
+    """The checkpoint's JSON of a typical allocated pod: one container, resized once."""
+    resources = {"limits": {"cpu": "100m", "memory": "128Mi"}}
+    resources["requests"] = resources["limits"]
+    policy = [{"resourceName": r, "restartPolicy": "NotRequired"} for r in ("cpu", "memory")]
+    pod = Pod.model_validate(
+        {
+            "metadata": {"name": "web-0", "namespace": "default", "generation": 2,
+                         "uid": "00000000-0000-0000-0000-000000000000"},
+            "spec": {"nodeName": "node-0", "containers": [
+                {"name": "app", "image": "nginx", "resources": resources,
+                 "resizePolicy": policy}]},
+            "status": {"phase": "Running", "qosClass": "Guaranteed", "observedGeneration": 2,
+                       "containerStatuses": [
+                {"name": "app", "image": "nginx", "imageID": "", "ready": True,
+                 "restartCount": 0, "allocatedResources": resources["requests"],
+                 "resources": resources}]},
+        }
+    )  # fmt: skip
+    view = _kept(PodResources.of(pod))
+    return [view.__pydantic_serializer__.to_json(view, by_alias=True, exclude_none=True)]
 
 
 class _Recent:
@@ -64,7 +92,7 @@ class AllocatedPods(Mapping[str, PodLike]):
         raw = self._raw[key]
         view = self._recent.get(key, raw)
         if view is None:
-            view = PodResources.model_validate_json(raw)
+            view = PodResources.model_validate_json(_PACKER.unpack(raw))
             self._recent.put(key, raw, view)
         return view
 
@@ -82,7 +110,9 @@ class AllocatedPods(Mapping[str, PodLike]):
         raw = dict(self._raw)
         for key, given in pods:
             view = _kept(given)
-            data = view.__pydantic_serializer__.to_json(view, by_alias=True, exclude_none=True)
+            data = _PACKER.pack(
+                view.__pydantic_serializer__.to_json(view, by_alias=True, exclude_none=True)
+            )
             raw[key] = data
             self._recent.put(key, data, view)
         return AllocatedPods(raw, self._recent)
@@ -103,3 +133,6 @@ def _kept(view: PodResources) -> PodResources:
             "metadata": metadata.model_copy(update={"resource_version": None}),
         }
     )
+
+
+_PACKER = JsonPacker(_typical())

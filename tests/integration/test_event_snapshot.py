@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
-from inplace.core.projection.eventpack import JSONB, jsonb_text, spelling
+from inplace.core.projection.jsonpack import JSONB, jsonb_text, spelling
 from inplace.core.projection.snapshot import load_events_snapshot
 from inplace.core.projection.store import ProjectionStore
 from inplace.core.settings import Settings

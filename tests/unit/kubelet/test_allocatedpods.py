@@ -89,3 +89,18 @@ def test_pods_of_one_shape_share_their_cached_requests_and_copies_stay_private()
     mine["cpu"] = Quantity("9")
     assert str(checkpoint.requests_of(f"{NS}/b")["cpu"]) == "1"
     assert checkpoint.used()["cpu"] == Quantity("4")
+
+
+def test_each_pod_is_held_packed_and_comes_back_whole() -> None:
+    node = factories.node("n1", cpu="64", memory="64Gi")
+    odd = factories.pod(NS, "two-containers", cpu="1500m", memory="3Gi")
+    second = odd.spec.containers[0].model_copy(update={"name": "sidecar"})
+    odd.spec.containers.append(second)
+    pods = [factories.pod(NS, f"web-{i}", cpu=f"{i + 1}00m") for i in range(RECENT + 2)]
+    checkpoint = NodeAllocation.from_node(node).with_pods([odd, *pods])
+    for pod in [odd, *pods]:
+        view = PodResources.of(pod)
+        assert checkpoint.allocated(f"{NS}/{pod.metadata.name}") == view
+        raw = view.__pydantic_serializer__.to_json(view, by_alias=True, exclude_none=True)
+        held = checkpoint.pods._raw[f"{NS}/{pod.metadata.name}"]  # type: ignore[attr-defined]
+        assert len(held) < len(raw) / 3, pod.metadata.name

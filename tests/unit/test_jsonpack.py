@@ -1,4 +1,5 @@
-"""eventpack: an Event's JSON packed with the dictionary of its spelling, and back."""
+"""jsonpack: JSON packed with the dictionary of its spelling, and back (an Event's, as
+eventpack packs it)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from inplace.core.projection.eventpack import (
-    COMPACT,
-    JSONB,
-    event_json,
-    jsonb_text,
-    pack,
-    spelling,
-    unpack,
-)
+from inplace.core.projection.eventpack import event_json, pack, unpack
+from inplace.core.projection.jsonpack import COMPACT, JSONB, jsonb_text, spelling
 from schemas.k8s import ObjectMeta
 from schemas.kubeevents import event_about, occurrence_name, reference
 
