@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ssl
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,17 +34,22 @@ def test_create_is_idempotent_and_rotate_keeps_the_ca(tmp_path: Path) -> None:
     assert users["inplace-admin"] == ("system:masters",)
 
 
-def test_the_kubeconfig_reads_back_into_a_working_tls_context(tmp_path: Path) -> None:
+def test_the_kubeconfig_reads_back_into_a_working_tls_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     creds = Credentials(tmp_path / "pki")
     creds.create("https://127.0.0.1:6443/")
     endpoint = load(creds.user_kubeconfig("workload"))
     assert endpoint.server == "https://127.0.0.1:6443"
     assert endpoint.ca_pem == creds.ca_cert.read_bytes()
-    assert endpoint.cert_file is not None and endpoint.cert_file.read_bytes() == (
-        creds.user_cert("workload").read_bytes()
-    )
+    assert endpoint.cert_pem == creds.user_cert("workload").read_bytes()
+    left = tmp_path / "tmp"
+    left.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(left))
     context = endpoint.ssl_context()
+    assert list(left.iterdir()) == []  # the embedded key was read from a file, now gone
     assert isinstance(context, ssl.SSLContext)
+    assert len(context.get_ca_certs()) == 1
     assert context.verify_mode == ssl.CERT_REQUIRED
     der = ssl.PEM_cert_to_DER_cert(creds.user_cert("workload").read_text())
     assert pki.subject_of(der) == (

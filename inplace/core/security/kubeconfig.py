@@ -76,8 +76,10 @@ class Endpoint:
 
     server: str
     ca_pem: bytes | None = None
-    cert_file: Path | None = None
+    cert_file: Path | None = None  # client-certificate / client-key: files the kubeconfig names
     key_file: Path | None = None
+    cert_pem: bytes | None = None  # client-certificate-data / client-key-data: embedded
+    key_pem: bytes | None = None
     token: str | None = None
     verify: bool = True
 
@@ -90,6 +92,8 @@ class Endpoint:
         context = ssl.create_default_context(cadata=self.ca_pem.decode() if self.ca_pem else None)
         if self.cert_file and self.key_file:
             context.load_cert_chain(self.cert_file, self.key_file)
+        elif self.cert_pem and self.key_pem:
+            _load_embedded(context, self.cert_pem, self.key_pem)
         return context
 
     def headers(self) -> dict[str, str]:
@@ -166,13 +170,13 @@ def load(path: Path) -> Endpoint:
         raise KubeconfigError(f"kubeconfig {path}: context names a missing cluster or user")
     base = path.parent
     ca = _bytes(cluster.certificate_authority_data, cluster.certificate_authority, base)
-    cert_file = _file(user.client_certificate_data, user.client_certificate, base)
-    key_file = _file(user.client_key_data, user.client_key, base)
     return Endpoint(
         server=cluster.server.rstrip("/"),
         ca_pem=ca,
-        cert_file=cert_file,
-        key_file=key_file,
+        cert_file=base / user.client_certificate if user.client_certificate else None,
+        key_file=base / user.client_key if user.client_key else None,
+        cert_pem=_bytes(user.client_certificate_data, None, base),
+        key_pem=_bytes(user.client_key_data, None, base),
         token=user.token,
         verify=not cluster.insecure_skip_tls_verify,
     )
@@ -190,14 +194,12 @@ def _bytes(data: str | None, file: str | None, base: Path) -> bytes | None:
     return None
 
 
-def _file(data: str | None, file: str | None, base: Path) -> Path | None:
-    """A path to the PEM: `ssl` loads client certificates from files only, so embedded data
-    goes to a private temporary file that lives as long as the process."""
-    if file:
-        return base / file
-    if not data:
-        return None
-    directory = Path(tempfile.mkdtemp(prefix="inplace-kubeconfig-"))
-    path = directory / "pem"
-    write_private(path, base64.b64decode(data))
-    return path
+def _load_embedded(context: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
+    """Load an embedded client certificate and key into `context`. `ssl` reads them from files
+    only, so they go to a private directory that is gone once they are read (it was left
+    behind, a copy of the key in /tmp per process that ever read a kubeconfig)."""
+    with tempfile.TemporaryDirectory(prefix="inplace-kubeconfig-") as directory:
+        cert, key = Path(directory) / "cert.pem", Path(directory) / "key.pem"
+        write_private(cert, cert_pem)
+        write_private(key, key_pem)
+        context.load_cert_chain(cert, key)
