@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import ssl
 import subprocess
@@ -188,6 +189,7 @@ def test_up_starts_everything_and_ctrl_c_stops_everything() -> None:
         proc.send_signal(signal.SIGINT)
         rest, _ = proc.communicate(timeout=90)
         output.append(rest)
+        shutil.rmtree(home, ignore_errors=True)  # ~50 MB a run (the broker's and PG's data)
     assert proc.returncode == 0, "".join(output)
     assert "stopped." in "".join(output)
     left = {p for p in spawned if pid_alive(p)}
