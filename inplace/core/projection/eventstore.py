@@ -61,11 +61,14 @@ def _held(written: datetime | None, involved: str, body: bytes) -> bytes:
     return _HEAD.pack(_micros(written), len(name)) + name + body
 
 
-def _head(held: bytes) -> tuple[int, str, int]:
-    """(written, involved, where the body starts) of an Event as held."""
-    micros, size = _HEAD.unpack_from(held)
-    start = _HEAD.size + size
-    return micros, held[_HEAD.size : start].decode(), start
+def _start(held: bytes) -> int:
+    """Where an Event's body (its JSON) starts in what is held of it."""
+    return _HEAD.size + _HEAD.unpack_from(held)[1]
+
+
+def _involved(held: bytes) -> str:
+    """The involvedObject.name of an Event as held."""
+    return held[_HEAD.size : _start(held)].decode()
 
 
 class KeysInOrder(Sequence[NsName]):
@@ -131,7 +134,7 @@ class EventStore(MutableMapping[NsName, Event]):
         held = self._held[namespace].pop(name)
         if not self._held[namespace]:
             del self._held[namespace]
-        self._unindex(key, _head(held)[1])
+        self._unindex(key, _involved(held))
         self._decoded.pop(key, None)
         self._listed.pop(namespace, None)
 
@@ -158,7 +161,7 @@ class EventStore(MutableMapping[NsName, Event]):
         if before is None:
             self._listed.pop(namespace, None)
         else:
-            was = _head(before)[1]
+            was = _involved(before)
             if was == involved:
                 return
             self._unindex(key, was)
@@ -209,7 +212,7 @@ class EventStore(MutableMapping[NsName, Event]):
         """The Event's Kubernetes JSON (what a LIST serves), without building its model."""
         namespace, name = key
         held = self._held[namespace][name]
-        start = _head(held)[2]
+        start = _start(held)
         if len(held) == start:  # the decoded one is newer: serialized once, kept
             raw = event_json(self._decoded[key])
             self._held[namespace][name] = held + raw
@@ -244,7 +247,7 @@ class EventStore(MutableMapping[NsName, Event]):
         kept, so the Event leaves the hot set without being serialized again."""
         held = self._held.get(key[0], {}).get(key[1])
         if held is not None:
-            self._held[key[0]][key[1]] = held[: _head(held)[2]] + raw
+            self._held[key[0]][key[1]] = held[: _start(held)] + raw
 
     # --- the hot set ------------------------------------------------------------------------
 
@@ -252,7 +255,7 @@ class EventStore(MutableMapping[NsName, Event]):
         event = self._decoded.get(key)
         if event is None:
             held = self._held[key[0]][key[1]]
-            event = Event.model_validate_json(unpack(held[_head(held)[2] :]))
+            event = Event.model_validate_json(unpack(held[_start(held) :]))
         return event
 
     def _admit(self, key: NsName, event: Event) -> None:
@@ -261,6 +264,6 @@ class EventStore(MutableMapping[NsName, Event]):
             (namespace, name), old = self._decoded.popitem(last=False)
             held = self._held.get(namespace, {}).get(name)
             if held is not None:
-                start = _head(held)[2]
+                start = _start(held)
                 body = event_json(old) if len(held) == start else held[start:]
                 self._held[namespace][name] = held[:start] + pack(body)

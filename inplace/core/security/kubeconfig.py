@@ -175,8 +175,8 @@ def load(path: Path) -> Endpoint:
         ca_pem=ca,
         cert_file=base / user.client_certificate if user.client_certificate else None,
         key_file=base / user.client_key if user.client_key else None,
-        cert_pem=_bytes(user.client_certificate_data, None, base),
-        key_pem=_bytes(user.client_key_data, None, base),
+        cert_pem=base64.b64decode(user.client_certificate_data or ""),
+        key_pem=base64.b64decode(user.client_key_data or ""),
         token=user.token,
         verify=not cluster.insecure_skip_tls_verify,
     )
