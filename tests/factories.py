@@ -21,15 +21,18 @@ from inplace.core.readmodel import ReadModel
 from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import (
+    Event,
     LimitRange,
     Node,
     NodeCondition,
+    ObjectMeta,
     Pod,
     ResourceQuota,
     ResourceRequirements,
     Taint,
 )
 from schemas.k8sproto.k8s.io.apimachinery.pkg.runtime import generated_pb2 as runtime_pb2
+from schemas.kubeevents import event_about, occurrence_name, reference
 from schemas.policy import PodDisruptionBudget, PodDisruptionBudgetStatus
 from schemas.quantity import Quantity
 
@@ -554,6 +557,30 @@ def kube_event(namespace: str, pod_name: str) -> object:
             "type": "Normal",
             "source": {"component": "kubelet"},
         }
+    )
+
+
+def kubelet_event(
+    pod: str,
+    at: datetime,
+    *,
+    namespace: str = "ns",
+    reason: str = "Started",
+    message: str | None = None,
+    now: datetime | None = None,
+) -> Event:
+    """An Event the kubelet of node-1 records about the pod `pod`, named for an occurrence at
+    `at` (as client-go's recorder names them)."""
+    return event_about(
+        reference("Pod", ObjectMeta(name=pod, namespace=namespace, uid=f"uid-{pod}")),
+        name=occurrence_name(pod, at),
+        namespace=namespace,
+        reason=reason,
+        message=message or f"{reason} container app",
+        component="kubelet",
+        instance="node-1",
+        host="node-1",
+        now=now,
     )
 
 

@@ -14,8 +14,6 @@ from inplace.core.projection.store import ProjectionStore
 from inplace.core.settings import Settings
 from inplace.core.store.migrations import migrate
 from schemas import events as ev
-from schemas.k8s import ObjectMeta
-from schemas.kubeevents import event_about, occurrence_name, reference
 from tests import factories
 
 AT = datetime(2026, 11, 29, 6, 0, tzinfo=UTC)
@@ -23,15 +21,11 @@ AT = datetime(2026, 11, 29, 6, 0, tzinfo=UTC)
 
 async def test_projected_events_come_back_as_they_were_written(settings: Settings) -> None:
     events = [
-        event_about(
-            reference("Pod", ObjectMeta(name=f"web-{i}", namespace="team-a", uid=f"u{i}")),
-            name=occurrence_name(f"web-{i}", AT + timedelta(seconds=i)),
+        factories.kubelet_event(
+            f"web-{i}",
+            AT + timedelta(seconds=i),
             namespace="team-a",
-            reason="Started",
             message=f"Started container app ({'ü' * i})",  # not only ASCII
-            component="kubelet",
-            instance="node-1",
-            host="node-1",
             now=AT + timedelta(seconds=i),
         )
         for i in range(3)

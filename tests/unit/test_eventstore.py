@@ -14,30 +14,15 @@ from inplace.core.projection.eventstore import EventStore
 from inplace.core.projection.state import ClusterState
 from schemas import events as ev
 from schemas.envelope import Envelope
-from schemas.k8s import Event, ObjectMeta
-from schemas.kubeevents import event_about, occurrence_name, reference
 from tests import factories
 
 T0 = datetime(2026, 11, 29, tzinfo=UTC)
 
 
-def _event(pod: str, at: datetime, reason: str = "Started") -> Event:
-    return event_about(
-        reference("Pod", ObjectMeta(name=pod, namespace="ns", uid=f"uid-{pod}")),
-        name=occurrence_name(pod, at),
-        namespace="ns",
-        reason=reason,
-        message=f"{reason} container app",
-        component="kubelet",
-        instance="node-1",
-        host="node-1",
-    )
-
-
 def _stream() -> list[Envelope]:
     """Pods' Events recorded, recorded again (aggregated), and some deleted (expired)."""
     out = [e for e in factories.every_type_stream(pods=20) if e.topic == ev.K8S_EVENTS]
-    recorded = [_event(f"p{i}", T0 + timedelta(seconds=i)) for i in range(30)]
+    recorded = [factories.kubelet_event(f"p{i}", T0 + timedelta(seconds=i)) for i in range(30)]
     for event in [*recorded, *recorded[::3]]:
         out.append(Envelope.wrap(ev.KubeEventRecorded(event=event), producer="kubelet"))
     for event in recorded[::5]:
@@ -80,7 +65,7 @@ def test_a_fold_into_the_store_equals_a_fold_into_decoded_events(hot: int) -> No
 def test_the_ttl_sweep_decodes_only_the_events_written_before_its_cutoff() -> None:
     store = EventStore(hot=1)
     for i in range(4):
-        event = _event(f"p{i}", T0)
+        event = factories.kubelet_event(f"p{i}", T0)
         event.last_timestamp = T0 + timedelta(minutes=i)
         event.metadata.resource_version = str(10 + i)
         if i % 2:
@@ -100,7 +85,10 @@ def test_the_ttl_sweep_decodes_only_the_events_written_before_its_cutoff() -> No
 
 def test_the_events_about_an_object_follow_puts_moves_and_deletes() -> None:
     store = EventStore(hot=1)
-    first, second = _event("p0", T0), _event("p1", T0 + timedelta(seconds=1))
+    first, second = (
+        factories.kubelet_event("p0", T0),
+        factories.kubelet_event("p1", T0 + timedelta(seconds=1)),
+    )
     store[("ns", "e0")] = first
     store.put_json(("ns", "e1"), event_json(second), rv=2, written=T0, involved="p1")
     store.put_json(("other", "e2"), event_json(second), rv=3, written=T0, involved="p1")
@@ -126,13 +114,19 @@ def test_the_events_about_an_object_follow_puts_moves_and_deletes() -> None:
 def test_a_list_order_is_kept_until_an_event_comes_or_goes() -> None:
     store = EventStore(hot=1)
     for ns, name in [("a", "x.1"), ("a-b", "y.1"), ("a", "w.1")]:
-        store.put_json((ns, name), event_json(_event(name[0], T0)), rv=1, written=T0, involved="p")
+        store.put_json(
+            (ns, name),
+            event_json(factories.kubelet_event(name[0], T0)),
+            rv=1,
+            written=T0,
+            involved="p",
+        )
     listed = store.listed()
     assert list(listed) == [("a-b", "y.1"), ("a", "w.1"), ("a", "x.1")]  # "a-b/" < "a/"
     assert (listed[-1], listed[1:], len(listed)) == (("a", "x.1"), [("a", "w.1"), ("a", "x.1")], 3)
     assert list(store.listed("a")) == [("a", "w.1"), ("a", "x.1")]
     assert list(store.listed("none-here")) == []
-    store[("a", "v.1")] = _event("v", T0)
+    store[("a", "v.1")] = factories.kubelet_event("v", T0)
     assert list(store.listed("a")) == [("a", "v.1"), ("a", "w.1"), ("a", "x.1")]
     del store[("a", "w.1")]
     assert list(store.listed()) == [("a-b", "y.1"), ("a", "v.1"), ("a", "x.1")]

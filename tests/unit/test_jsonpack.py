@@ -10,26 +10,17 @@ import pytest
 
 from inplace.core.projection.eventpack import event_json, pack, unpack
 from inplace.core.projection.jsonpack import COMPACT, JSONB, jsonb_text, spelling
-from schemas.k8s import ObjectMeta
-from schemas.kubeevents import event_about, occurrence_name, reference
+from tests import factories
 
 AT = datetime(2026, 11, 29, 5, 30, tzinfo=UTC)
 
 
 def _resize_started(pod: str) -> bytes:
-    return event_json(
-        event_about(
-            reference("Pod", ObjectMeta(name=pod, namespace="team-a", uid=f"uid-{pod}")),
-            name=occurrence_name(pod, AT),
-            namespace="team-a",
-            reason="ResizeStarted",
-            message='Pod resize started: {"containers":[{"name":"app","resources":{}}]}',
-            component="kubelet",
-            instance="node-7",
-            host="node-7",
-            now=AT,
-        )
+    message = 'Pod resize started: {"containers":[{"name":"app","resources":{}}]}'
+    event = factories.kubelet_event(
+        pod, AT, namespace="team-a", reason="ResizeStarted", message=message, now=AT
     )
+    return event_json(event)
 
 
 @pytest.mark.parametrize("form", [COMPACT, JSONB])
