@@ -1,5 +1,6 @@
-"""Events read from the projection at a start (`load_events_snapshot`) are held in the spelling
-PostgreSQL prints them in, packed with that spelling's dictionary, against the real database."""
+"""Events read from the projection at a start (`load_events_snapshot`) come in the spelling
+PostgreSQL prints jsonb in, which `jsonpack` spells exactly and packs with its own dictionary;
+they come back as written. Against the real database."""
 
 from __future__ import annotations
 
