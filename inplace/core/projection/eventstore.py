@@ -54,7 +54,7 @@ def _micros(at: datetime | None) -> int:
     return ((at if at.tzinfo else at.replace(tzinfo=UTC)) - _EPOCH) // timedelta(microseconds=1)
 
 
-def _held(written: datetime | None, involved: str, body: bytes) -> bytes:
+def _as_held(written: datetime | None, involved: str, body: bytes) -> bytes:
     """An Event as held: its head, then its JSON (packed or not; empty while the decoded one
     in the hot set is newer)."""
     name = involved.encode()
@@ -101,7 +101,7 @@ class KeysInOrder(Sequence[NsName]):
 class EventStore(MutableMapping[NsName, Event]):
     def __init__(self, hot: int = DEFAULT_HOT) -> None:
         self.hot = hot
-        # namespace -> name -> the Event as held (`_held`); no key tuple per Event
+        # namespace -> name -> the Event as held (`_as_held`); no key tuple per Event
         self._held: dict[str, dict[str, bytes]] = {}
         self._decoded: OrderedDict[NsName, Event] = OrderedDict()  # LRU order
         # namespace -> involvedObject.name -> the names of the Events about it (a few for a
@@ -153,11 +153,11 @@ class EventStore(MutableMapping[NsName, Event]):
         return names is not None and key[1] in names
 
     def _hold(self, key: NsName, written: datetime | None, involved: str, body: bytes) -> None:
-        """Hold an Event at `key` (`_held`), indexing the object it is about."""
+        """Hold an Event at `key` (`_as_held`), indexing the object it is about."""
         namespace, name = key
         names = self._held.setdefault(namespace, {})
         before = names.get(name)
-        names[name] = _held(written, involved, body)
+        names[name] = _as_held(written, involved, body)
         if before is None:
             self._listed.pop(namespace, None)
         else:
