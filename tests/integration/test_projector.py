@@ -14,6 +14,7 @@ import pytest
 from inplace.core.bus.consumer import LogReader
 from inplace.core.bus.deadletters import read_dead_letters
 from inplace.core.bus.producer import EventProducer
+from inplace.core.projection.podstore import pod_json
 from inplace.core.projection.replay import rebuild
 from inplace.core.projection.state import ClusterState
 from inplace.core.projection.store import ProjectionStore
@@ -40,6 +41,24 @@ async def _fold_log(settings: Settings) -> ClusterState:
 async def _allocations(conn: asyncpg.Connection, schema: str) -> dict[tuple[str, str], object]:
     rows = await conn.fetch(f"SELECT namespace, name, payload FROM {schema}.allocations")
     return {(r["namespace"], r["name"]): json.loads(r["payload"]) for r in rows}
+
+
+_JSON_COLUMNS = [
+    ("pods", "object"),
+    ("pods", "demand"),
+    ("allocations", "payload"),
+    ("nodes", "object"),
+]
+
+
+async def _column_types(conn: asyncpg.Connection, schema: str) -> dict[tuple[str, str], str]:
+    rows = await conn.fetch(
+        "SELECT table_name, column_name, data_type FROM information_schema.columns"
+        " WHERE table_schema = $1",
+        schema,
+    )
+    types = {(r["table_name"], r["column_name"]): r["data_type"] for r in rows}
+    return {c: types[c] for c in _JSON_COLUMNS}
 
 
 async def _demands(conn: asyncpg.Connection, schema: str) -> dict[tuple[str, str], object]:
@@ -83,6 +102,10 @@ async def test_sigkill_mid_stream_applies_every_event_exactly_once(
         rows = await conn.fetch(f"SELECT namespace, name, object FROM {schema}.pods")
         live = {(r["namespace"], r["name"]): json.loads(r["object"]) for r in rows}
         assert live == {k: p.to_k8s() for k, p in expected.pods.items()}
+        # json, not jsonb (0006): each row is the text the projector wrote, which is the fold's
+        # own serialization, a projector restarted mid-stream included.
+        texts = {(r["namespace"], r["name"]): r["object"] for r in rows}
+        assert texts == {k: pod_json(p).decode() for k, p in expected.pods.items()}
         nodes = await conn.fetch(f"SELECT name, object FROM {schema}.nodes")
         assert {r["name"]: json.loads(r["object"]) for r in nodes} == {
             k: n.to_k8s() for k, n in expected.nodes.items()
@@ -113,6 +136,18 @@ async def test_sigkill_mid_stream_applies_every_event_exactly_once(
         assert await _demands(conn, schema) == demands
         assert await store.fill_demands(conn) == 0
         live_checksum = await ProjectionStore(schema).checksum(conn)
+        # A projection from before 0006 (its object columns jsonb) checksums the same, and so
+        # it does once 0006 has made them json, each row kept as jsonb printed it.
+        for table, column in _JSON_COLUMNS:
+            await conn.execute(
+                f"ALTER TABLE {schema}.{table} ALTER COLUMN {column} TYPE jsonb"
+                f" USING {column}::jsonb"
+            )
+        assert await ProjectionStore(schema).checksum(conn) == live_checksum
+        await conn.execute(f"DELETE FROM {schema}.schema_migrations WHERE version = 6")
+        assert await migrate(conn, schema) == [6]
+        assert await _column_types(conn, schema) == {c: "json" for c in _JSON_COLUMNS}
+        assert await ProjectionStore(schema).checksum(conn) == live_checksum
     finally:
         await conn.close()
 

@@ -441,7 +441,8 @@ class ProjectionStore:
     # --- reading ----------------------------------------------------------------------------
 
     async def checksum(self, conn: asyncpg.Connection) -> str:
-        """sha256 over every projection table's rows in key order (jsonb text is canonical)."""
+        """sha256 over every projection table's rows in key order, each JSON value as jsonb
+        prints it (canonical whichever spelling a row was written in)."""
         return combine_checksums(await self.table_checksums(conn, CHECKSUM_TABLES))
 
     async def table_checksums(
@@ -450,11 +451,29 @@ class ProjectionStore:
         """Each table's part of `checksum` (the rebuild computes them on two connections)."""
         sums: dict[str, str] = {}
         for table in tables:
+            row = await self._canonical_row(conn, table)
             sums[table] = await conn.fetchval(
-                f"SELECT md5(coalesce(string_agg(t::text, E'\\n' ORDER BY "
+                f"SELECT md5(coalesce(string_agg({row}::text, E'\\n' ORDER BY "
                 f"{CHECKSUM_TABLES[table]}), '')) FROM {self.schema}.{table} t"
             )
         return sums
+
+    async def _canonical_row(self, conn: asyncpg.Connection, table: str) -> str:
+        """A row of `table` with its json columns as jsonb: the row prints as it did when every
+        object column was jsonb (0006 made the ones a start reads json, kept as written)."""
+        columns = await conn.fetch(
+            "SELECT column_name, data_type FROM information_schema.columns"
+            " WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position",
+            self.schema,
+            table,
+        )
+        if not any(c["data_type"] == "json" for c in columns):
+            return "t"
+        spelled = (
+            f't."{c["column_name"]}"' + ("::jsonb" if c["data_type"] == "json" else "")
+            for c in columns
+        )
+        return f"ROW({', '.join(spelled)})"
 
     async def counts(self, conn: asyncpg.Connection) -> dict[str, int]:
         return {
@@ -491,7 +510,7 @@ def _pod_row(pod: Pod) -> tuple[Any, ...]:
         pod.status.resize,
         pod.status.qos_class,
         int(pod.metadata.resource_version or 0),
-        pod_json(pod).decode(),  # jsonb: key order is its own, so no sorting here
+        pod_json(pod).decode(),  # json: kept as written (0006)
         demand_json(pod),
     )
 
