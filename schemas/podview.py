@@ -144,6 +144,21 @@ class PodProgress(_View):
     status: _ProgressStatusView = Field(default_factory=_ProgressStatusView)
 
 
+def resize_open(generation: int | None, observed: int | None, resize: str | None) -> bool:
+    """A resize a kubelet may still have to decide or finish: `status.resize` set, or a
+    spec generation past the first that the kubelet has not observed."""
+    generation, observed = generation or 1, observed or 0
+    return resize is not None or (generation > 1 and observed < generation)
+
+
+# `resize_open` over the projection's pods columns (migration 0007), for a kubelet starting
+# from the projection (tests/integration/test_projector.py checks that both agree).
+RESIZE_OPEN_SQL = (
+    "resize_status IS NOT NULL OR (coalesce(generation, 1) > 1"
+    " AND coalesce(observed_generation, 0) < coalesce(generation, 1))"
+)
+
+
 class _HealthMetaView(_View):
     name: str | None = None
     labels: dict[str, str] | None = None

@@ -215,6 +215,7 @@ class ReadModel:
         allocations: bool = False,
         claimed: Callable[[NsName], bool] | None = None,
         demands: bool = False,
+        open_resizes: bool = False,
         accept: Accept | None = None,
         fetch_wait_ms: int = 0,
         hold_while: Callable[[], bool] | None = None,
@@ -235,6 +236,8 @@ class ReadModel:
 
         `demands`: a snapshot also brings each placed pod's stored demand (schemas.demand),
         in `snapshot_demands` while the seeders run (the scheduler's), then dropped.
+        `open_resizes`: likewise the pods whose row says their resize is open, in
+        `snapshot_open_resizes` (the kubelet's); `snapshot_offsets` keeps where it ended.
 
         `accept`: decode only the records it takes, judged by their headers (a role that folds
         a few event types skips the others unparsed: `headers.of_types`; a kubelet process
@@ -261,6 +264,9 @@ class ReadModel:
         self.claimed = claimed
         self.want_demands = demands
         self.snapshot_demands: dict[NsName, str] = {}
+        self.want_open_resizes = open_resizes
+        self.snapshot_open_resizes: set[NsName] = set()
+        self.snapshot_offsets: dict[TopicPartition, int] = {}
         self.accept = accept
         self.from_snapshot = False  # the state came from the projection, not offset 0
         # The latest records folded to nothing (ev.Conditional), for their writers to ask.
@@ -313,6 +319,16 @@ class ReadModel:
     def get(self, collection: str, key: Any) -> Any:
         return self.objects(collection).get(key)
 
+    def pod_as_snapshot(self, key: NsName) -> bool:
+        """Is the pod held as the snapshot had it? Its resourceVersion is the position of its
+        last record on the pods topic: one before where the snapshot ends on that partition
+        was in the snapshot (a pod's records share one partition)."""
+        rv = self.pods.resource_version(key)
+        if rv is None or not self.from_snapshot:
+            return False
+        at = position_of(rv, self.settings.topic(ev.PODS))
+        return at.offset < self.snapshot_offsets.get(TopicPartition(at.topic, at.partition), 0)
+
     async def _start_from_snapshot(self) -> dict[TopicPartition, int]:
         """Load the projection if asked and possible; the offsets to resume from."""
         if not self.use_snapshot:
@@ -326,6 +342,7 @@ class ReadModel:
             projected,
             allocations=self.keep_allocations,
             demands=self.want_demands,
+            open_resizes=self.want_open_resizes,
             events=False,
         )
         if isinstance(found, str):
@@ -351,12 +368,13 @@ class ReadModel:
         )
         START_SOURCE.labels(self.role, "snapshot").set(1)
         SNAPSHOT_OBJECTS.labels(self.role).set(found.objects)
-        self.snapshot_demands = found.demands
+        self.snapshot_demands, self.snapshot_open_resizes = found.demands, found.open_resizes
+        self.snapshot_offsets = dict(found.offsets)
         try:
             for seed in self._seeders:
                 seed()
         finally:
-            self.snapshot_demands = {}
+            self.snapshot_demands, self.snapshot_open_resizes = {}, set()
         return resume
 
     async def run(self) -> None:

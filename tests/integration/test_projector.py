@@ -23,6 +23,7 @@ from inplace.core.store.migrations import migrate
 from schemas import events as ev
 from schemas.demand import demand_json, priced_row
 from schemas.envelope import Envelope
+from schemas.podview import RESIZE_OPEN_SQL, resize_open
 from tests import factories
 from tests.integration.conftest import RoleProcess, projected_offsets, wait_caught_up
 
@@ -59,6 +60,13 @@ async def _column_types(conn: asyncpg.Connection, schema: str) -> dict[tuple[str
     )
     types = {(r["table_name"], r["column_name"]): r["data_type"] for r in rows}
     return {c: types[c] for c in _JSON_COLUMNS}
+
+
+async def _progress(conn: asyncpg.Connection, schema: str) -> dict[tuple[str, str], tuple]:
+    rows = await conn.fetch(
+        f"SELECT namespace, name, generation, observed_generation, resize_status FROM {schema}.pods"
+    )
+    return {(r["namespace"], r["name"]): tuple(r.values())[2:] for r in rows}
 
 
 async def _demands(conn: asyncpg.Connection, schema: str) -> dict[tuple[str, str], object]:
@@ -135,6 +143,35 @@ async def test_sigkill_mid_stream_applies_every_event_exactly_once(
         assert await store.fill_demands(conn, chunk=7) == len(live)
         assert await _demands(conn, schema) == demands
         assert await store.fill_demands(conn) == 0
+        # How far each pod's resize has come (what a kubelet starts from); a projection made
+        # before the columns gets them from its objects.
+        progress = await _progress(conn, schema)
+        assert progress == {
+            k: (p.metadata.generation, p.status.observed_generation, p.status.resize)
+            for k, p in expected.pods.items()
+        }
+        assert any(generation and generation > 1 for generation, _, _ in progress.values())
+        # The kubelet's rule over the rows (RESIZE_OPEN_SQL) is its rule over the objects.
+        cases = [
+            (generation, observed, resize)
+            for generation in (None, 1, 2, 3)
+            for observed in (None, 1, 2, 3)
+            for resize in (None, "Proposed", "InProgress")
+        ]
+        opened = await conn.fetch(
+            f"SELECT {RESIZE_OPEN_SQL} AS open"
+            " FROM unnest($1::bigint[], $2::bigint[], $3::text[]) WITH ORDINALITY"
+            " AS t(generation, observed_generation, resize_status, n) ORDER BY n",
+            *(list(column) for column in zip(*cases, strict=True)),
+        )
+        assert [r["open"] for r in opened] == [resize_open(*case) for case in cases]
+        assert any(resize_open(*case) for case in cases) and not all(resize_open(*c) for c in cases)
+        await conn.execute(
+            f"ALTER TABLE {schema}.pods DROP COLUMN generation, DROP COLUMN observed_generation"
+        )
+        await conn.execute(f"DELETE FROM {schema}.schema_migrations WHERE version = 7")
+        assert await migrate(conn, schema) == [7]
+        assert await _progress(conn, schema) == progress
         live_checksum = await ProjectionStore(schema).checksum(conn)
         # A projection from before 0006 (its object columns jsonb) checksums the same, and so
         # it does once 0006 has made them json, each row kept as jsonb printed it.

@@ -42,6 +42,8 @@ class Snapshot:
     offsets: dict[TopicPartition, int]
     # Asked for (`demands`): the stored demand of each placed pod (schemas.demand.demand_json).
     demands: dict[tuple[str, str], str] = field(default_factory=dict)
+    # Asked for (`open_resizes`): the pods whose resize is open, by their rows.
+    open_resizes: set[tuple[str, str]] = field(default_factory=set)
 
     @property
     def objects(self) -> int:
@@ -82,6 +84,7 @@ async def load_snapshot(
     *,
     allocations: bool = False,
     demands: bool = False,
+    open_resizes: bool = False,
     events: bool = True,
 ) -> Snapshot | str:
     """The snapshot, or why there is none (one line, for the log); `events`: with the
@@ -92,9 +95,12 @@ async def load_snapshot(
         if not offsets:
             return "the projector has not stored anything yet"
         priced: dict[tuple[str, str], str] | None = {} if demands else None
-        state = await store.load_state(conn, allocations=allocations, demands=priced, events=events)
+        opened: set[tuple[str, str]] | None = set() if open_resizes else None
+        state = await store.load_state(
+            conn, allocations=allocations, demands=priced, open_resizes=opened, events=events
+        )
         mine = {tp: n for tp, n in offsets.items() if tp.topic in projected_topics}
-        return Snapshot(state, mine, priced or {})
+        return Snapshot(state, mine, priced or {}, opened or set())
 
     return await _consistent_read(dsn, schema, read, connect_timeout)
 

@@ -31,6 +31,7 @@ from inplace.core.store.migrations import check_schema_name
 from schemas import events as ev
 from schemas.demand import demand_json
 from schemas.k8s import Event, LimitRange, Node, Pod, ResourceQuota
+from schemas.podview import RESIZE_OPEN_SQL
 from schemas.policy import PodDisruptionBudget
 from schemas.resources import is_sidecar
 
@@ -107,12 +108,14 @@ class ProjectionStore:
         *,
         allocations: bool = False,
         demands: dict[tuple[str, str], str] | None = None,
+        open_resizes: set[tuple[str, str]] | None = None,
         events: bool = True,
     ) -> ClusterState:
         """Every projected object, as the fold of the log up to `offsets` holds it (call both
         inside one REPEATABLE READ transaction for a consistent snapshot); `allocations`: the
         kubelet's checkpoint too; `demands`: filled with the stored demand (`demand_json`) of
-        each pod bound to a node and not ended, where the row has one; `events`: the
+        each pod bound to a node and not ended, where the row has one; `open_resizes`:
+        filled with the pods whose resize is open by their row (`RESIZE_OPEN_SQL`); `events`: the
         Kubernetes Events too (only a holder that follows them wants them: hundreds of
         thousands within the event TTL)."""
         s = self.schema
@@ -126,9 +129,12 @@ class ProjectionStore:
         )
         columns = f"namespace, name, node_name, resource_version, object{placed}"
         async for r in _rows(conn, f"SELECT {columns} FROM {s}.pods"):
-            _hold(pods, r)
+            key = _hold(pods, r)
             if demands is not None and r["demand"] is not None:
-                demands[(r["namespace"], r["name"])] = r["demand"]
+                demands[key] = r["demand"]
+        if open_resizes is not None:  # a few rows: the server checks every one
+            query = f"SELECT namespace, name FROM {s}.pods WHERE {RESIZE_OPEN_SQL}"
+            open_resizes.update((r["namespace"], r["name"]) for r in await conn.fetch(query))
         state.pods = pods
         if state.allocations is not None:
             # Keyed by the pods' own key tuples: a kubelet holds both for every pod it serves.
@@ -512,6 +518,8 @@ def _pod_row(pod: Pod) -> tuple[Any, ...]:
         int(pod.metadata.resource_version or 0),
         pod_json(pod).decode(),  # json: kept as written (0006)
         demand_json(pod),
+        pod.metadata.generation,
+        pod.status.observed_generation,
     )
 
 
@@ -588,6 +596,8 @@ OBJECT_COLUMNS: dict[str, list[str]] = {
         "resource_version",
         "object",
         "demand",
+        "generation",
+        "observed_generation",
     ],
     "containers": [
         "namespace",
@@ -775,12 +785,15 @@ async def _rows(conn: asyncpg.Connection, query: str) -> AsyncIterator[asyncpg.R
         yield row
 
 
-def _hold(pods: PodStore, row: asyncpg.Record) -> None:
-    """A projected pod row into `pods`, as its JSON. The namespace and node are interned: a
-    few distinct values, each row's its own string from the driver (~110 bytes a pod held)."""
+def _hold(pods: PodStore, row: asyncpg.Record) -> tuple[str, str]:
+    """A projected pod row into `pods`, as its JSON; its key. The namespace and node are
+    interned: a few distinct values, each row's its own string from the driver (~110 bytes a
+    pod held)."""
+    key = (sys.intern(row["namespace"]), row["name"])
     pods.put_json(
-        (sys.intern(row["namespace"]), row["name"]),
+        key,
         row["object"].encode(),
         rv=row["resource_version"],
         node=sys.intern(row["node_name"] or ""),
     )
+    return key
