@@ -316,16 +316,6 @@ def main() -> None:
         settings = Settings(
             kafka_bootstrap=broker.bootstrap_servers, postgres_dsn=database.dsn("inplace")
         )
-        if built.exists():
-            print(f"history kept in {root}: {built.read_text().strip()}")
-        else:
-            asyncio.run(ensure_topics(settings))
-            t = time.perf_counter()
-            history = _history(args.nodes, args.pods, args.resizes, args.kube_events)
-            events = asyncio.run(_publish(settings, history))
-            took = time.perf_counter() - t
-            print(f"history: {events:,} events, {args.nodes:,} nodes, {args.pods:,} pods, ", end="")
-            print(f"written in {took:.1f} s")
         env = {
             **os.environ,
             "INPLACE_KAFKA_BOOTSTRAP": broker.bootstrap_servers,
@@ -336,7 +326,16 @@ def main() -> None:
             # The kubelet serves every node of the history (they are simulated nodes).
             "INPLACE_KUBELET_NODES": "0",
         }
-        if not built.exists():
+        if built.exists():
+            print(f"history kept in {root}: {built.read_text().strip()}")
+        else:
+            asyncio.run(ensure_topics(settings))
+            t = time.perf_counter()
+            history = _history(args.nodes, args.pods, args.resizes, args.kube_events)
+            events = asyncio.run(_publish(settings, history))
+            took = time.perf_counter() - t
+            print(f"history: {events:,} events, {args.nodes:,} nodes, {args.pods:,} pods, ", end="")
+            print(f"written in {took:.1f} s")
             projector = _serve("projector", env, free_port())
             t = time.perf_counter()
             asyncio.run(_wait_projected(database.dsn("inplace"), events))

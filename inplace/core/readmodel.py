@@ -257,6 +257,7 @@ class ReadModel:
         self._own_applied = OWN_WRITES.labels(role, "applied")
         self.use_snapshot = snapshot
         self.topics = [settings.topic(t) for t in topics]
+        self._pods_topic = settings.topic(ev.PODS)
         self._listeners: list[Callable[[Record], None]] = []
         self._batch_listeners: list[Callable[[], None]] = []
         self._seeders: list[Callable[[], None]] = []
@@ -326,7 +327,7 @@ class ReadModel:
         rv = self.pods.resource_version(key)
         if rv is None or not self.from_snapshot:
             return False
-        at = position_of(rv, self.settings.topic(ev.PODS))
+        at = position_of(rv, self._pods_topic)
         return at.offset < self.snapshot_offsets.get(TopicPartition(at.topic, at.partition), 0)
 
     async def _start_from_snapshot(self) -> dict[TopicPartition, int]:
