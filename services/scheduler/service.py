@@ -32,7 +32,7 @@ from inplace.core.readmodel import OFF_PATH_FETCH_WAIT_MS, ReadModel
 from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
 from schemas import events as ev
-from schemas.demand import priced_row
+from schemas.demand import PodDemand, priced_row
 from schemas.envelope import Envelope, EventPayload
 from schemas.events import NODES, PODS
 from schemas.k8s import Event, EventType, Pod
@@ -232,6 +232,9 @@ class Scheduler:
         for node in self.model.objects("nodes").values():
             self.cache.upsert_node(node)
         pods, priced = self.model.pods, self.model.snapshot_demands
+        # Pods of one template store the same row: each distinct row is parsed once, and its
+        # (frozen) demand shared by all of them.
+        parsed: dict[str, tuple[PodDemand, bool]] = {}
         rest = []
         for key in pods:
             row = priced.get(key)
@@ -239,9 +242,12 @@ class Scheduler:
             if row is None or not node:
                 rest.append(key)
                 continue
-            demand, infeasible = priced_row(row)
-            self._infeasible[pod_key(*key)] = infeasible
-            self.cache.place(pod_key(*key), node, demand)
+            found = parsed.get(row)
+            if found is None:
+                found = parsed[row] = priced_row(row)
+            name = pod_key(*key)
+            self._infeasible[name] = found[1]
+            self.cache.place(name, node, found[0])
         for (namespace, name), view in pods.views(rest):
             # A placed pod is priced from its resource fields; a pending one, decoded whole,
             # waits in the queue with what placing it reads (selectors, affinity, tolerations).

@@ -127,3 +127,23 @@ def test_a_scheduler_started_from_the_projection_counts_the_stored_demands(
     other = demand_json(factories.pod(NS, "web-0", cpu="7"))
     seeded = _started(feed, {**stored, (NS, "web-0"): other})
     assert _counted(seeded)[1][NODE]["cpu"] == 7000 + 3000
+
+
+def test_pods_storing_the_same_demand_are_each_counted_at_a_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pods of one template store the same row; the start parses it once and counts it for
+    every pod, and the infeasible mark is per pod too."""
+    feed = _Feed(monkeypatch)
+    feed(ev.NodeRegistered(name=NODE, node=factories.node(NODE)))
+    for i in range(3):
+        name, uid = f"web-{i}", f"uid-{NS}-web-{i}"
+        feed(ev.PodCreated(namespace=NS, name=name, uid=uid, pod=factories.pod(NS, name, cpu="1")))
+        feed(ev.PodBound(namespace=NS, name=name, uid=uid, node_name=NODE))
+    stored = {key: demand_json(feed.model.pods[key]) for key in feed.model.pods}
+    assert len(set(stored.values())) == 1
+    seeded = _started(feed, stored)
+    placed, requested = _counted(seeded)
+    assert requested[NODE]["cpu"] == 3000
+    assert {node for node, _ in placed.values()} == {NODE} and len(placed) == 3
+    assert seeded._infeasible == {f"{NS}/web-{i}": False for i in range(3)}
