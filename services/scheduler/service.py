@@ -242,12 +242,12 @@ class Scheduler:
             if row is None or not node:
                 rest.append(key)
                 continue
-            found = parsed.get(row)
-            if found is None:
-                found = parsed[row] = priced_row(row)
+            if row not in parsed:
+                parsed[row] = priced_row(row)
+            demand, infeasible = parsed[row]
             name = pod_key(*key)
-            self._infeasible[name] = found[1]
-            self.cache.place(name, node, found[0])
+            self._infeasible[name] = infeasible
+            self.cache.place(name, node, demand)
         for (namespace, name), view in pods.views(rest):
             # A placed pod is priced from its resource fields; a pending one, decoded whole,
             # waits in the queue with what placing it reads (selectors, affinity, tolerations).
