@@ -662,7 +662,7 @@ class ReadModel:
         came from, for the log."""
         s = self.settings
         found = await load_pods_on(s.postgres_dsn, s.projection_schema, nodes)
-        pods_topic = s.topic(ev.PODS)
+        pods_topic = self._pods_topic
         start: dict[TopicPartition, int] = {}
         source = f"the log from offset 0 ({found})" if isinstance(found, str) else "the projection"
         if not isinstance(found, str):
