@@ -37,7 +37,9 @@ from inplace.core.projection.podstore import NsName, PodStore
 from inplace.core.projection.reducers import position_of, resource_version
 from inplace.core.projection.snapshot import (
     PROJECTED_TOPICS,
+    SomePods,
     load_events_snapshot,
+    load_pods_in,
     load_pods_on,
     load_snapshot,
 )
@@ -219,6 +221,7 @@ class ReadModel:
         accept: Accept | None = None,
         fetch_wait_ms: int = 0,
         hold_while: Callable[[], bool] | None = None,
+        quota_namespaces_only: bool = False,
     ) -> None:
         """`window` is how many changes each collection keeps for watch resume; 0 means this
         holder serves no watches (only the apiserver does), so no per-change snapshot of the
@@ -242,6 +245,8 @@ class ReadModel:
         `accept`: decode only the records it takes, judged by their headers (a role that folds
         a few event types skips the others unparsed: `headers.of_types`; a kubelet process
         skips other processes' nodes, see `take_pods_on` for taking more later).
+        `quota_namespaces_only`: a snapshot brings only the pods of namespaces that have a
+        ResourceQuota (the quota role's; `take_pods_in` takes a namespace's later).
 
         `fetch_wait_ms`: for a role no resize waits on (OFF_PATH_FETCH_WAIT_MS), fewer and
         fuller fetches at up to that much more lag (LogFollower). `hold_while`: hold them
@@ -256,6 +261,7 @@ class ReadModel:
         self._own_waited = OWN_WRITES.labels(role, "waited")
         self._own_applied = OWN_WRITES.labels(role, "applied")
         self.use_snapshot = snapshot
+        self.quota_namespaces_only = quota_namespaces_only
         self.topics = [settings.topic(t) for t in topics]
         self._pods_topic = settings.topic(ev.PODS)
         self._listeners: list[Callable[[Record], None]] = []
@@ -345,6 +351,7 @@ class ReadModel:
             demands=self.want_demands,
             open_resizes=self.want_open_resizes,
             events=False,
+            quota_namespaces_only=self.quota_namespaces_only,
         )
         if isinstance(found, str):
             log.warning("%s: no snapshot (%s): reading the log from offset 0", self.role, found)
@@ -647,21 +654,46 @@ class ReadModel:
                 if end.offset >= 0:
                     await self.wait_for(end, within=within)
 
-    async def between_batches(self, job: Callable[[], Awaitable[None]]) -> None:
-        """Run `job` in the follower's loop between two batches: nothing is applied while it
-        runs (it may read the log or the database and apply what it found)."""
+    def after_batch(self, job: Callable[[], Awaitable[None]]) -> asyncio.Future[None]:
+        """Queue `job` to run in the follower's loop between two batches (nothing is applied
+        while it runs: it may read the log or the database and apply what it found); the
+        future is done when it has. Callable from a listener, within a batch."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._jobs.append((job, done))
-        await done
+        return done
+
+    async def between_batches(self, job: Callable[[], Awaitable[None]]) -> None:
+        """Run `job` between two batches (`after_batch`) and return once it has."""
+        await self.after_batch(job)
 
     async def take_pods_on(self, nodes: list[str], accept: Accept) -> str:
         """Take over the pods of `nodes` (records of them were skipped until now): their
         projected state, then the log from the projection's offsets to this model's position,
-        each pod event applied once (a pod's resourceVersion orders its events). Run through
-        `between_batches`. `accept` takes the records of those nodes. Returns where the pods
-        came from, for the log."""
+        each pod event applied once (a pod's resourceVersion orders its events). Run between
+        batches. `accept` takes the records of those nodes. Returns where the pods came from,
+        for the log."""
         s = self.settings
-        found = await load_pods_on(s.postgres_dsn, s.projection_schema, nodes)
+        return await self._take_pods(
+            await load_pods_on(s.postgres_dsn, s.projection_schema, nodes), accept
+        )
+
+    async def take_pods_in(self, namespace: str, accept: Accept) -> str:
+        """Take over the pods of `namespace` as `take_pods_on` takes a node's (`accept` takes
+        that namespace's records)."""
+        s = self.settings
+        return await self._take_pods(
+            await load_pods_in(s.postgres_dsn, s.projection_schema, namespace), accept
+        )
+
+    def forget_pods(self, keys: list[NsName]) -> None:
+        """Hold these pods no more (their records are skipped from now on)."""
+        pods = self.pods
+        for key in keys:
+            if key in pods:
+                del pods[key]
+
+    async def _take_pods(self, found: SomePods | str, accept: Accept) -> str:
+        s = self.settings
         pods_topic = self._pods_topic
         start: dict[TopicPartition, int] = {}
         source = f"the log from offset 0 ({found})" if isinstance(found, str) else "the projection"

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
-from inplace.core.bus.headers import of_types
 from inplace.core.bus.producer import EventProducer
 from inplace.core.readmodel import OFF_PATH_FETCH_WAIT_MS, ReadModel
 from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
 from schemas.events import PODS, POLICY
+from services.quota.namespaces import NamespacePods
 from services.quota.reads import READS
 from services.quota.status import QuotaStatus
 from services.quota.totals import UsageTotals
@@ -26,14 +26,17 @@ INPUT_TOPICS = (PODS, POLICY)
 
 async def run(settings: Settings, *, host: str, port: int) -> None:
     # Its state is the objects (indexes are seeded from them): start from the projection.
-    # Records of types it does not read are skipped undecoded (reads.py).
+    # Records of types it does not read are skipped undecoded (reads.py), and so are the pods
+    # of namespaces without a ResourceQuota (namespaces.py).
+    namespaces = NamespacePods(settings, READS)
     model = ReadModel(
         settings,
         role=ROLE,
         topics=INPUT_TOPICS,
         window=0,
         snapshot=True,
-        accept=of_types(READS),
+        accept=namespaces.accept,
+        quota_namespaces_only=True,
         # Fewer, fuller fetches while no review waits on it (the webhook hurries the model).
         fetch_wait_ms=OFF_PATH_FETCH_WAIT_MS,
     )
@@ -41,7 +44,8 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         settings.kafka_bootstrap, client_id=ROLE, topic_prefix=settings.topic_prefix
     )
     await producer.start()
-    totals = UsageTotals(model)  # one index of the pods' charges for both
+    namespaces.follow(model)  # before the totals: a namespace is held before it is summed
+    totals = UsageTotals(model, namespaces)  # one index of the pods' charges for both
     webhook = QuotaWebhook(model, totals=totals)
     status = QuotaStatus(model, producer, totals=totals)
     server = RoleServer(

@@ -174,6 +174,9 @@ class QuotaStatus:
         now = asyncio.get_running_loop().time()
         envelopes: list[Envelope] = []
         for namespace in sorted(ns for ns, due in self._due.items() if due <= now):
+            if not self.totals.holds(namespace):  # its pods are being taken over: later
+                self._due[namespace] = now + self.debounce
+                continue
             del self._due[namespace]
             cause = self._cause.pop(namespace, None)
             for quota, used in self.changed_usage(namespace):

@@ -10,6 +10,8 @@ Only namespaces that have a ResourceQuota are kept (`tracked`): a namespace is s
 pods once, when its first quota appears (or a decision first asks about it), and followed from
 then on; the pod events of other namespaces cost nothing (under a resize load without quotas
 the charges were a fifth of the role's CPU, and at a restart with 50,000 pods 2 s of seeding).
+In the role the read model holds only those namespaces' pods (`namespaces.NamespacePods`): a
+namespace is summed once they are all held, and its decisions wait for that (`until_held`).
 
 Usage is time-independent here (`now` is never given, as the webhook and the status loop never
 gave it), so a charge changes only when a pod event changes the pod.
@@ -32,6 +34,7 @@ from schemas import events as ev
 from schemas.k8s import ResourceList, ResourceQuota
 from schemas.podview import PodLike
 from schemas.quantity import ZERO
+from services.quota.namespaces import NamespacePods
 from services.quota.usage import (
     ScopeFacts,
     matching_resources,
@@ -88,13 +91,27 @@ def moved(
 class UsageTotals:
     """Every namespace's pods' charges and their totals, kept from the quota read model."""
 
-    def __init__(self, model: ReadModel) -> None:
+    def __init__(self, model: ReadModel, pods: NamespacePods | None = None) -> None:
+        """`pods`: which namespaces' pods the model holds (None: every pod)."""
         self.model = model
+        self.pods = pods
         self.charges: defaultdict[str, dict[str, Charge]] = defaultdict(dict)
         self.totals: defaultdict[str, dict[ScopeFacts, ResourceList]] = defaultdict(dict)
         self.tracked: set[str] = set()  # the namespaces whose totals are kept
         model.on_apply(self._observe)
         model.on_snapshot(self._seed)
+        if pods is not None:
+            pods.on_held(self.track)
+
+    def holds(self, namespace: str) -> bool:
+        """Does the model hold every pod of `namespace`, so its totals can be summed?"""
+        return self.pods is None or namespace in self.pods.held
+
+    async def until_held(self, namespace: str) -> None:
+        """Return once `namespace`'s totals can be kept (a quota just created there waits for
+        its pods to be taken over)."""
+        if self.pods is not None:
+            await self.pods.until_held(namespace)
 
     def _seed(self) -> None:
         """Started from a snapshot: the namespaces that have a quota, from their pods."""
@@ -103,8 +120,8 @@ class UsageTotals:
 
     def track(self, namespace: str) -> None:
         """Keep `namespace`'s totals from now on: summed once from its pods as the read model
-        has them, then moved by each of its pod events."""
-        if namespace in self.tracked:
+        has them, then moved by each of its pod events; not before the model holds them all."""
+        if namespace in self.tracked or not self.holds(namespace):
             return
         self.tracked.add(namespace)
         pods = self.model.pods

@@ -134,6 +134,7 @@ class QuotaWebhook:
         pod = Pod.model_validate(req.object)
         old = Pod.model_validate(req.old_object) if req.old_object else None
         namespace = pod.metadata.namespace or req.namespace or "default"
+        await self.totals.until_held(namespace)  # a quota just created: its pods taken over
         # No lock: from reading the usage to reserving the admitted request nothing below
         # awaits, so on the one event loop no other admission and no batch of the log can come
         # in between; concurrent requests are decided one after the other, each counting the

@@ -86,9 +86,11 @@ async def load_snapshot(
     demands: bool = False,
     open_resizes: bool = False,
     events: bool = True,
+    quota_namespaces_only: bool = False,
 ) -> Snapshot | str:
     """The snapshot, or why there is none (one line, for the log); `events`: with the
-    Kubernetes Events (`load_events_snapshot` brings them apart)."""
+    Kubernetes Events (`load_events_snapshot` brings them apart); `quota_namespaces_only`: only
+    the pods of namespaces that have a ResourceQuota."""
 
     async def read(conn: asyncpg.Connection, store: ProjectionStore) -> Snapshot | str:
         offsets = await store.offsets(conn)
@@ -97,7 +99,12 @@ async def load_snapshot(
         priced: dict[tuple[str, str], str] | None = {} if demands else None
         opened: set[tuple[str, str]] | None = set() if open_resizes else None
         state = await store.load_state(
-            conn, allocations=allocations, demands=priced, open_resizes=opened, events=events
+            conn,
+            allocations=allocations,
+            demands=priced,
+            open_resizes=opened,
+            events=events,
+            quota_namespaces_only=quota_namespaces_only,
         )
         mine = {tp: n for tp, n in offsets.items() if tp.topic in projected_topics}
         return Snapshot(state, mine, priced or {}, opened or set())
@@ -160,8 +167,9 @@ async def load_causes(
 
 
 @dataclass(frozen=True)
-class NodePods:
-    """The projected pods of some nodes, their checkpoint, and where the projection is."""
+class SomePods:
+    """Some projected pods (a holder taking them over), their checkpoint where asked, and
+    where the projection is."""
 
     pods: PodStore  # as their JSON
     allocations: dict[tuple[str, str], bytes]  # each an Allocated's JSON
@@ -170,13 +178,26 @@ class NodePods:
 
 async def load_pods_on(
     dsn: str, schema: str, nodes: list[str], connect_timeout: float = 10.0
-) -> NodePods | str:
-    """The pods of `nodes` as the projection holds them (a kubelet taking nodes over), or why
-    there is none (one line)."""
+) -> SomePods | str:
+    """The pods of `nodes` and their checkpoint as the projection holds them (a kubelet
+    taking nodes over), or why there is none (one line)."""
 
-    async def read(conn: asyncpg.Connection, store: ProjectionStore) -> NodePods:
+    async def read(conn: asyncpg.Connection, store: ProjectionStore) -> SomePods:
         offsets = await store.offsets(conn)
         pods, allocations = await store.load_pods_on(conn, nodes)
-        return NodePods(pods, allocations, offsets)
+        return SomePods(pods, allocations, offsets)
+
+    return await _consistent_read(dsn, schema, read, connect_timeout)
+
+
+async def load_pods_in(
+    dsn: str, schema: str, namespace: str, connect_timeout: float = 10.0
+) -> SomePods | str:
+    """The pods of `namespace` as the projection holds them (the quota role given the
+    namespace's first ResourceQuota), or why there is none (one line)."""
+
+    async def read(conn: asyncpg.Connection, store: ProjectionStore) -> SomePods:
+        offsets = await store.offsets(conn)
+        return SomePods(await store.load_pods_in(conn, namespace), {}, offsets)
 
     return await _consistent_read(dsn, schema, read, connect_timeout)

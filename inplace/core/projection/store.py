@@ -110,6 +110,7 @@ class ProjectionStore:
         demands: dict[tuple[str, str], str] | None = None,
         open_resizes: set[tuple[str, str]] | None = None,
         events: bool = True,
+        quota_namespaces_only: bool = False,
     ) -> ClusterState:
         """Every projected object, as the fold of the log up to `offsets` holds it (call both
         inside one REPEATABLE READ transaction for a consistent snapshot); `allocations`: the
@@ -117,7 +118,8 @@ class ProjectionStore:
         each pod bound to a node and not ended, where the row has one; `open_resizes`:
         filled with the pods whose resize is open by their row (`RESIZE_OPEN_SQL`); `events`: the
         Kubernetes Events too (only a holder that follows them wants them: hundreds of
-        thousands within the event TTL)."""
+        thousands within the event TTL); `quota_namespaces_only`: only the pods of namespaces
+        that have a ResourceQuota (the quota role's, services/quota/namespaces.py)."""
         s = self.schema
         state = ClusterState(allocations={} if allocations else None)
         pods = PodStore()
@@ -128,7 +130,12 @@ class ProjectionStore:
             else ""
         )
         columns = f"namespace, name, node_name, resource_version, object{placed}"
-        async for r in _rows(conn, f"SELECT {columns} FROM {s}.pods"):
+        where = (
+            f" WHERE namespace IN (SELECT namespace FROM {s}.resourcequotas)"
+            if quota_namespaces_only
+            else ""
+        )
+        async for r in _rows(conn, f"SELECT {columns} FROM {s}.pods{where}"):
             key = _hold(pods, r)
             if demands is not None and r["demand"] is not None:
                 demands[key] = r["demand"]
@@ -213,6 +220,16 @@ class ProjectionStore:
         )
         allocations = {(r["namespace"], r["name"]): r["payload"].encode() for r in rows}
         return pods, allocations
+
+    async def load_pods_in(self, conn: asyncpg.Connection, namespace: str) -> PodStore:
+        """The pods of `namespace`, as their JSON (call with `offsets` in one REPEATABLE READ
+        transaction)."""
+        pods = PodStore()
+        columns = "namespace, name, node_name, resource_version, object"
+        query = f"SELECT {columns} FROM {self.schema}.pods WHERE namespace = $1"
+        for r in await conn.fetch(query, namespace):
+            _hold(pods, r)
+        return pods
 
     async def fill_demands(self, conn: asyncpg.Connection, chunk: int = 1000) -> int:
         """Write the demand of every pod row that has none (a projection written before the

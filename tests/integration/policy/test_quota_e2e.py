@@ -507,3 +507,48 @@ async def test_quota_restarted_from_the_projection_still_counts_every_pod(
         await call(v1.patch_namespaced_pod_resize, "web-0", NS, resize("800m"))
     assert denied.value.status == 403
     assert "used: requests.cpu=600m" in status_of(denied.value)["message"]
+
+
+async def test_a_namespace_given_its_first_quota_counts_the_pods_quota_skipped_before(
+    admitting_apiserver: RoleProcess,
+    quota: RoleProcess,
+    projector: RoleProcess,
+    settings: Settings,
+) -> None:
+    """Quota holds only the pods of namespaces that have a ResourceQuota. The pods created
+    before a namespace's first quota are taken over when it comes: from the projection (web-0,
+    web-1) and the log after it (web-2, written while the projector was down); after the last
+    quota is deleted and one comes again, again with the pods created in between."""
+    v1 = core(admitting_apiserver)
+    await namespace(v1)
+    skipped = 'inplace_events_skipped_total{role="quota"}'
+    before = await metric(quota, skipped)
+    for name in ("web-0", "web-1"):
+        await call(v1.create_namespaced_pod, NS, pod_body(name, "300m"))
+    projector.start()
+    await wait_caught_up(settings, projector)
+    projector.stop()
+    await call(v1.create_namespaced_pod, NS, pod_body("web-2", "200m"))
+    for _ in range(600):  # its PodCreated records reached quota, and were not decoded
+        if await metric(quota, skipped) >= before + 3:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("quota decoded the pods of a namespace without a quota")
+
+    await call(v1.create_namespaced_resource_quota, NS, quota_body(**{"requests.cpu": "1"}))
+    used = used_of(v1, NS)
+    await until(used, lambda u: same(u, {"requests.cpu": "800m"}), "every pod counted")
+    assert "its pods taken from the projection and 1 records of the log" in quota.log.read_text()
+    with pytest.raises(ApiException) as denied:  # 800m used: +300m is over 1 CPU
+        await call(v1.patch_namespaced_pod_resize, "web-0", NS, resize("600m"))
+    assert denied.value.status == 403
+    assert "used: requests.cpu=800m" in status_of(denied.value)["message"]
+
+    await call(v1.delete_namespaced_resource_quota, "compute", NS)
+    await call(v1.create_namespaced_pod, NS, pod_body("web-3", "200m"))
+    await call(v1.create_namespaced_resource_quota, NS, quota_body(**{"requests.cpu": "1"}))
+    await until(used, lambda u: same(u, {"requests.cpu": "1"}), "the pods of both times")
+    with pytest.raises(ApiException) as full:
+        await call(v1.create_namespaced_pod, NS, pod_body("web-4", "100m"))
+    assert full.value.status == 403
