@@ -4,10 +4,11 @@ the roles that read them, with nothing else (no Kafka fetch, no decision, no wri
 Runs a small load on a throwaway cluster, reads back the records of the `pods` and
 `k8s-events` topics as the roles receive them (raw values), and times, in this process, the
 production decode (`schemas.envelope.decode`) and the read models' fold (`ReadModel`, what the
-apiserver, kubelet, scheduler and quota hold; `ClusterState`, what the projector folds) per
+apiserver, kubelet and scheduler hold; `ClusterState`, what the projector folds) per
 record. The floor per resize is that cost times the records of one resize times the roles
 that read each: every pod record is decoded and folded by the apiserver, the kubelet, the
-scheduler, quota and the projector; every Kubernetes Event by the apiserver and the projector.
+scheduler and the projector (quota only in namespaces with a ResourceQuota, which the load's
+have not); every Kubernetes Event by the apiserver and the projector.
 
     .venv/bin/python -m bench.decode_floor --resizes 2000
 """
@@ -36,7 +37,7 @@ from schemas.events import K8S_EVENTS, PODS
 
 # Who decodes and folds each topic's records (services/*/service.py INPUT_TOPICS; workload
 # skips pods no CloneSet controls by a header, hotplug reads nodes only).
-POD_READERS = ("apiserver", "kubelet", "scheduler", "quota", "projector")
+POD_READERS = ("apiserver", "kubelet", "scheduler", "projector")
 EVENT_READERS = ("apiserver", "projector")
 RESIZE_TYPES = ("ResizeProposed", "ResizeStatusChanged", "Allocated", "Actuated")
 
