@@ -552,3 +552,17 @@ async def test_a_namespace_given_its_first_quota_counts_the_pods_quota_skipped_b
     with pytest.raises(ApiException) as full:
         await call(v1.create_namespaced_pod, NS, pod_body("web-4", "100m"))
     assert full.value.status == 403
+
+
+async def test_without_a_projection_a_namespace_first_quota_takes_its_pods_from_the_log(
+    admitting_apiserver: RoleProcess, quota: RoleProcess
+) -> None:
+    """No projector has run: the take-over at a namespace's first quota reads the pods topic
+    from offset 0 (and says so), as a start without a snapshot does."""
+    v1 = core(admitting_apiserver)
+    await namespace(v1)
+    for name, cpu in (("web-0", "300m"), ("web-1", "250m")):
+        await call(v1.create_namespaced_pod, NS, pod_body(name, cpu))
+    await call(v1.create_namespaced_resource_quota, NS, quota_body(**{"requests.cpu": "1"}))
+    await until(used_of(v1, NS), lambda u: same(u, {"requests.cpu": "550m"}), "both pods")
+    assert "its pods taken from the log from offset 0" in quota.log.read_text()
