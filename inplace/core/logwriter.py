@@ -10,6 +10,8 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
+from prometheus_client import Counter
+
 from inplace.core.bus.podheaders import pod_headers
 from inplace.core.bus.producer import EventProducer, Position
 from inplace.core.observability.metrics import EVENTS_PRODUCED, LOG_WRITE_SECONDS
@@ -45,6 +47,9 @@ class LogWriter:
         self._unapplied: set[Position] = set()
         self._prune_at = 4096
         self._write_seconds = LOG_WRITE_SECONDS.labels(role)
+        # The produced counter of each event type, bound once: a labels() lookup per write was
+        # 1.3% of the kubelet's CPU at 1,000 nodes.
+        self._produced: dict[str, Counter] = {}
 
     def _remember(self, position: Position) -> None:
         if position in self._unapplied:  # at its ack, then at its settle
@@ -142,7 +147,12 @@ class LogWriter:
         encoded = envelope.encode()
         future = await self.producer.send(envelope, headers=headers, encoded=encoded)
         future.add_done_callback(self._acked)
-        EVENTS_PRODUCED.labels(self.role, envelope.type).inc()
+        produced = self._produced.get(envelope.type)
+        if produced is None:
+            produced = self._produced[envelope.type] = EVENTS_PRODUCED.labels(
+                self.role, envelope.type
+            )
+        produced.inc()
         return future, encoded
 
     def _acked(self, future: asyncio.Future[Position]) -> None:
