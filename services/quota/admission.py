@@ -500,6 +500,20 @@ def pods_usage(
     return lambda quota: quota_used(quota, current, now)
 
 
+def usage_unknown(quotas: Iterable[ResourceQuota], pod: Pod) -> Denied | None:
+    """kube-apiserver's refusal while a quota that applies to `pod` has no usage known yet:
+    Forbidden, "status unknown for quota: NAME, resources: a,b" (clients retry on it). Here:
+    while the namespace's pods are still being taken over (namespaces.py). None when no quota
+    applies to the pod."""
+    for quota in sorted(quotas, key=lambda q: q.metadata.name or ""):
+        restricted = matching_resources(quota_hard(quota))
+        if restricted and matches_scopes(quota, pod):
+            name = quota.metadata.name or ""
+            resources = ",".join(restricted)
+            return _forbidden(pod, f"status unknown for quota: {name}, resources: {resources}")
+    return None
+
+
 def check_quotas(
     quotas: Iterable[ResourceQuota],
     namespace_pods: Iterable[Pod],

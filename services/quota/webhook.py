@@ -17,6 +17,7 @@ of those pods) per decision, where summing every pod of the namespace was O(pods
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -34,11 +35,15 @@ from inplace.core.readmodel import APPLIED_HEADER, ReadModel
 from schemas import events as ev
 from schemas.admission import AdmissionRequest, AdmissionResponse, AdmissionReview
 from schemas.k8s import Pod, ResourceList, ResourceQuota, Status
-from services.quota.admission import Allowed, QuotaUsage, admit
+from services.quota.admission import Allowed, QuotaUsage, admit, usage_unknown
 from services.quota.totals import Charge, UsageTotals, charge
 
 RESERVATION_TTL = 30.0  # seconds an admitted request may take to reach the log
 CATCH_UP_S = 3.0  # the longest wait for the policy log the apiserver has applied
+# The longest wait for a namespace's pods to be taken over at its first quota, within the
+# apiserver's 10 s for the whole call; then "status unknown for quota", as kube-apiserver says
+# while a quota's usage is not counted yet.
+HELD_WITHIN_S = 8.0
 log = logging.getLogger(__name__)
 
 
@@ -54,10 +59,15 @@ class Reservation:
 
 class QuotaWebhook:
     def __init__(
-        self, model: ReadModel, ttl: float = RESERVATION_TTL, totals: UsageTotals | None = None
+        self,
+        model: ReadModel,
+        ttl: float = RESERVATION_TTL,
+        totals: UsageTotals | None = None,
+        held_within: float = HELD_WITHIN_S,
     ) -> None:
         self.model = model
         self.ttl = ttl
+        self.held_within = held_within
         # Shared with the status loop in the role (one index); built here when not given.
         self.totals = totals if totals is not None else UsageTotals(model)
         self._reserved: defaultdict[str, dict[str, Reservation]] = defaultdict(dict)
@@ -134,7 +144,11 @@ class QuotaWebhook:
         pod = Pod.model_validate(req.object)
         old = Pod.model_validate(req.old_object) if req.old_object else None
         namespace = pod.metadata.namespace or req.namespace or "default"
-        await self.totals.until_held(namespace)  # a quota just created: its pods taken over
+        try:  # a quota just created: its pods are being taken over
+            async with asyncio.timeout(self.held_within):
+                await self.totals.until_held(namespace)
+        except TimeoutError:
+            log.warning("namespace %s: its pods are not all read yet", namespace)
         # No lock: from reading the usage to reserving the admitted request nothing below
         # awaits, so on the one event loop no other admission and no batch of the log can come
         # in between; concurrent requests are decided one after the other, each counting the
@@ -147,6 +161,10 @@ class QuotaWebhook:
         ranges = [
             r for (ns, _), r in sorted(self.model.objects("limitranges").items()) if ns == namespace
         ]
+        if quotas and not self.totals.holds(namespace):
+            unknown = usage_unknown(quotas, pod)
+            if unknown is not None:
+                return AdmissionResponse(uid=req.uid, allowed=False, status=unknown.to_status())
         name = pod.metadata.name or ""
         used = self._usage(namespace, name, old) if quotas else None
         decision = admit(quotas, ranges, (), operation, old, pod, used=used)  # type: ignore[arg-type]

@@ -9,11 +9,14 @@ from __future__ import annotations
 from inplace.core.readmodel import ReadModel
 from inplace.core.settings import Settings
 from schemas import events as ev
+from schemas.admission import AdmissionRequest, GroupVersionKind
 from schemas.envelope import Envelope
 from schemas.k8s import ResourceQuota
 from services.quota.namespaces import NamespacePods
 from services.quota.reads import READS
 from services.quota.service import INPUT_TOPICS, ROLE
+from services.quota.totals import UsageTotals
+from services.quota.webhook import QuotaWebhook
 from tests import factories
 
 
@@ -57,3 +60,37 @@ async def test_pods_are_decoded_only_while_their_namespace_has_a_quota() -> None
     assert followed == [[], ["team-a"], ["team-a"], ["team-a"], [], []]
     assert taking == [0, 1, 1, 1, 1, 1]
     assert namespaces.held == set()  # the take-over never ran here: nothing summed
+
+
+async def test_a_review_while_the_namespace_pods_are_taken_over_is_status_unknown() -> None:
+    """Until a namespace's pods are all read (the take-over never runs here), a pod a quota
+    applies to gets kube-apiserver's "status unknown for quota" (403, clients retry), never a
+    decision on a partial count; with the quota gone it is admitted again."""
+    namespaces = NamespacePods(Settings(), READS)
+    model = ReadModel(
+        Settings(), role=ROLE, topics=INPUT_TOPICS, window=0, accept=namespaces.accept
+    )
+    namespaces.follow(model)
+    webhook = QuotaWebhook(model, totals=UsageTotals(model, namespaces), held_within=0.05)
+    model.ready.set()
+    created = ev.ResourceQuotaCreated(namespace="team-a", quota=_quota("team-a"))
+    deleted = ev.ResourceQuotaDeleted(namespace="team-a", name="compute")
+    review = AdmissionRequest(
+        uid="u",
+        kind=GroupVersionKind(kind="Pod"),
+        operation="CREATE",
+        namespace="team-a",
+        object=factories.pod("team-a", "web-0").to_k8s(),
+    )
+    answers = []
+    for payload in (created, deleted):
+        stream = [Envelope.wrap(payload, producer="apiserver")]
+        async for _ in factories.feed(model, stream, namespaces.accept):
+            answers.append((await webhook.review(review)).to_k8s())
+    refused, admitted = answers
+    assert refused["allowed"] is False
+    assert refused["status"]["code"] == 403
+    assert refused["status"]["message"] == (
+        'pods "web-0" is forbidden: status unknown for quota: compute, resources: pods'
+    )
+    assert admitted["allowed"] is True
