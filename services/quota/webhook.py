@@ -12,7 +12,9 @@ LimitRange gets the defaults; the apiserver called us because it saw the LimitRa
 
 A quota's usage is the namespace's running totals (`totals.UsageTotals`) with the pods that have
 a request in flight counted as that request, and the admitted pod as it is now: O(containers
-of those pods) per decision, where summing every pod of the namespace was O(pods).
+of those pods) per decision, where summing every pod of the namespace was O(pods). Right after
+a namespace's first quota its pods are still being read (namespaces.py): a decision waits for
+them (at most HELD_WITHIN_S), else it is kube-apiserver's "status unknown for quota".
 """
 
 from __future__ import annotations
