@@ -44,6 +44,7 @@ from inplace.core.projection.snapshot import (
     load_snapshot,
 )
 from inplace.core.projection.state import ClusterState, resource_version_of
+from inplace.core.projection.store import PodNamespaces
 from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.envelope import decode
@@ -221,7 +222,7 @@ class ReadModel:
         accept: Accept | None = None,
         fetch_wait_ms: int = 0,
         hold_while: Callable[[], bool] | None = None,
-        quota_namespaces_only: bool = False,
+        pod_namespaces: PodNamespaces | None = None,
     ) -> None:
         """`window` is how many changes each collection keeps for watch resume; 0 means this
         holder serves no watches (only the apiserver does), so no per-change snapshot of the
@@ -245,8 +246,8 @@ class ReadModel:
         `accept`: decode only the records it takes, judged by their headers (a role that folds
         a few event types skips the others unparsed: `headers.of_types`; a kubelet process
         skips other processes' nodes, see `take_pods_on` for taking more later).
-        `quota_namespaces_only`: a snapshot brings only the pods of namespaces that have a
-        ResourceQuota (the quota role's; `take_pods_in` takes a namespace's later).
+        `pod_namespaces`: a snapshot brings only the pods of the namespaces it names from the
+        snapshot's other objects (the quota role's; `take_pods_in` takes a namespace's later).
 
         `fetch_wait_ms`: for a role no resize waits on (OFF_PATH_FETCH_WAIT_MS), fewer and
         fuller fetches at up to that much more lag (LogFollower). `hold_while`: hold them
@@ -261,7 +262,7 @@ class ReadModel:
         self._own_waited = OWN_WRITES.labels(role, "waited")
         self._own_applied = OWN_WRITES.labels(role, "applied")
         self.use_snapshot = snapshot
-        self.quota_namespaces_only = quota_namespaces_only
+        self.pod_namespaces = pod_namespaces
         self.topics = [settings.topic(t) for t in topics]
         self._pods_topic = settings.topic(ev.PODS)
         self._listeners: list[Callable[[Record], None]] = []
@@ -351,7 +352,7 @@ class ReadModel:
             demands=self.want_demands,
             open_resizes=self.want_open_resizes,
             events=False,
-            quota_namespaces_only=self.quota_namespaces_only,
+            pod_namespaces=self.pod_namespaces,
         )
         if isinstance(found, str):
             log.warning("%s: no snapshot (%s): reading the log from offset 0", self.role, found)
@@ -685,12 +686,11 @@ class ReadModel:
             await load_pods_in(s.postgres_dsn, s.projection_schema, namespace), accept
         )
 
-    def forget_pods(self, keys: list[NsName]) -> None:
-        """Hold these pods no more (their records are skipped from now on)."""
+    def forget_pods_in(self, namespace: str) -> None:
+        """Hold the pods of `namespace` no more (their records are skipped from now on)."""
         pods = self.pods
-        for key in keys:
-            if key in pods:
-                del pods[key]
+        for key in pods.keys_in(namespace):
+            del pods[key]
 
     async def _take_pods(self, found: SomePods | str, accept: Accept) -> str:
         s = self.settings

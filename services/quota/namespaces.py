@@ -16,7 +16,7 @@ against 72 at 50,000 pods; README, Performance).
 - Its last ResourceQuota deleted: no longer followed, its pods forgotten.
 
 Started from the projection, the snapshot brings just the pods of namespaces with a quota
-(`ReadModel(quota_namespaces_only=True)`), all of them held at once. Without a projection a
+(`ReadModel(pod_namespaces=quota_namespaces)`), all of them held at once. Without a projection a
 take-over reads the pods topic from offset 0 (and says so), as a start would.
 """
 
@@ -30,6 +30,7 @@ from aiokafka.structs import ConsumerRecord
 
 from inplace.core.bus.consumer import Record
 from inplace.core.bus.headers import of_types
+from inplace.core.projection.state import ClusterState
 from inplace.core.readmodel import ReadModel
 from inplace.core.settings import Settings
 from schemas import events as ev
@@ -37,6 +38,11 @@ from schemas import events as ev
 log = logging.getLogger(__name__)
 
 RETRY_S = 5.0  # after a take-over failed (the broker or the database away)
+
+
+def quota_namespaces(state: ClusterState) -> set[str]:
+    """The namespaces that have a ResourceQuota."""
+    return {namespace for namespace, _ in state.resourcequotas}
 
 
 def namespace_of(key: bytes | None) -> bytes | None:
@@ -91,7 +97,7 @@ class NamespacePods:
 
     def _seed(self) -> None:
         """Started from a snapshot of the pods of namespaces with a quota: those are held."""
-        for namespace in sorted({ns for ns, _ in self.model.objects("resourcequotas")}):
+        for namespace in sorted(quota_namespaces(self.model.state)):
             self._set_followed(namespace, True)
             self.held.add(namespace)
 
@@ -101,8 +107,7 @@ class NamespacePods:
             if payload.namespace not in self.followed:
                 self._begin(payload.namespace)
         elif isinstance(payload, ev.ResourceQuotaDeleted):
-            quotas = self.model.objects("resourcequotas")
-            if not any(ns == payload.namespace for ns, _ in quotas):
+            if payload.namespace not in quota_namespaces(self.model.state):
                 self._end(payload.namespace)
 
     def _set_followed(self, namespace: str, followed: bool) -> None:
@@ -134,7 +139,7 @@ class NamespacePods:
             source = await self.model.take_pods_in(namespace, its_records)
         except Exception as exc:  # the broker or the database away: try again later
             log.warning("could not take the pods of namespace %s (%s): again", namespace, exc)
-            self.model.forget_pods([key for key in self.model.pods if key[0] == namespace])
+            self.model.forget_pods_in(namespace)
             asyncio.get_running_loop().call_later(
                 RETRY_S, lambda: self.model.after_batch(lambda: self._take(namespace, taken))
             )
@@ -153,4 +158,4 @@ class NamespacePods:
         taken = self._taken.pop(namespace, None)
         if taken is not None and not taken.done():
             taken.set_result(None)  # nothing to wait for: no quota to decide by
-        self.model.forget_pods([key for key in self.model.pods if key[0] == namespace])
+        self.model.forget_pods_in(namespace)

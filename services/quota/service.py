@@ -14,7 +14,7 @@ from inplace.core.readmodel import OFF_PATH_FETCH_WAIT_MS, ReadModel
 from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
 from schemas.events import PODS, POLICY
-from services.quota.namespaces import NamespacePods
+from services.quota.namespaces import NamespacePods, quota_namespaces
 from services.quota.reads import READS
 from services.quota.status import QuotaStatus
 from services.quota.totals import UsageTotals
@@ -36,7 +36,7 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         window=0,
         snapshot=True,
         accept=namespaces.accept,
-        quota_namespaces_only=True,
+        pod_namespaces=quota_namespaces,  # a snapshot brings just theirs
         # Fewer, fuller fetches while no review waits on it (the webhook hurries the model).
         fetch_wait_ms=OFF_PATH_FETCH_WAIT_MS,
     )

@@ -34,7 +34,7 @@ from schemas import events as ev
 from schemas.k8s import ResourceList, ResourceQuota
 from schemas.podview import PodLike
 from schemas.quantity import ZERO
-from services.quota.namespaces import NamespacePods
+from services.quota.namespaces import NamespacePods, quota_namespaces
 from services.quota.usage import (
     ScopeFacts,
     matching_resources,
@@ -115,7 +115,7 @@ class UsageTotals:
 
     def _seed(self) -> None:
         """Started from a snapshot: the namespaces that have a quota, from their pods."""
-        for namespace in sorted({ns for ns, _ in self.model.objects("resourcequotas")}):
+        for namespace in sorted(quota_namespaces(self.model.state)):
             self.track(namespace)
 
     def track(self, namespace: str) -> None:
@@ -125,7 +125,7 @@ class UsageTotals:
             return
         self.tracked.add(namespace)
         pods = self.model.pods
-        for (ns, name), pod in pods.views([key for key in pods if key[0] == namespace]):
+        for (ns, name), pod in pods.views(pods.keys_in(namespace)):
             self._set(ns, name, pod)
 
     def _observe(self, record: Record) -> None:
@@ -137,8 +137,7 @@ class UsageTotals:
         elif isinstance(payload, ev.ResourceQuotaCreated | ev.ResourceQuotaUpdated):
             self.track(payload.namespace)
         elif isinstance(payload, ev.ResourceQuotaDeleted):
-            quotas = self.model.objects("resourcequotas")
-            if not any(ns == payload.namespace for ns, _ in quotas):
+            if payload.namespace not in quota_namespaces(self.model.state):
                 self.tracked.discard(payload.namespace)  # its last quota: stop following it
                 self.charges.pop(payload.namespace, None)
                 self.totals.pop(payload.namespace, None)

@@ -185,6 +185,10 @@ class PodStore(HeldAsEntries[NsName, Pod]):
         """The pods bound to any of `nodes`, undecoded."""
         return [key for key, entry in self._entries.items() if entry.node in nodes]
 
+    def keys_in(self, namespace: str) -> list[NsName]:
+        """The pods of `namespace`, undecoded."""
+        return [key for key in self._entries if key[0] == namespace]
+
     # --- the hot set ----------------------------------------------------------------------------
 
     def _decoded(self, key: NsName) -> Pod | None:

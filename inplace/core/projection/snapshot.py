@@ -23,7 +23,7 @@ from aiokafka import TopicPartition
 from inplace.core.projection.eventstore import EventStore
 from inplace.core.projection.podstore import PodStore
 from inplace.core.projection.state import ClusterState
-from inplace.core.projection.store import ProjectionStore
+from inplace.core.projection.store import PodNamespaces, ProjectionStore
 from schemas import events as ev
 from schemas.envelope import Envelope, EventPayload
 
@@ -86,11 +86,11 @@ async def load_snapshot(
     demands: bool = False,
     open_resizes: bool = False,
     events: bool = True,
-    quota_namespaces_only: bool = False,
+    pod_namespaces: PodNamespaces | None = None,
 ) -> Snapshot | str:
     """The snapshot, or why there is none (one line, for the log); `events`: with the
-    Kubernetes Events (`load_events_snapshot` brings them apart); `quota_namespaces_only`: only
-    the pods of namespaces that have a ResourceQuota."""
+    Kubernetes Events (`load_events_snapshot` brings them apart); `pod_namespaces`: only the
+    pods of the namespaces it names (`ProjectionStore.load_state`)."""
 
     async def read(conn: asyncpg.Connection, store: ProjectionStore) -> Snapshot | str:
         offsets = await store.offsets(conn)
@@ -104,7 +104,7 @@ async def load_snapshot(
             demands=priced,
             open_resizes=opened,
             events=events,
-            quota_namespaces_only=quota_namespaces_only,
+            pod_namespaces=pod_namespaces,
         )
         mine = {tp: n for tp, n in offsets.items() if tp.topic in projected_topics}
         return Snapshot(state, mine, priced or {}, opened or set())

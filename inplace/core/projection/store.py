@@ -12,7 +12,7 @@ import hashlib
 import json
 import logging
 import sys
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Collection, Iterable
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -35,6 +35,8 @@ from schemas.podview import RESIZE_OPEN_SQL
 from schemas.policy import PodDisruptionBudget
 from schemas.resources import is_sidecar
 
+# Which namespaces' pods a snapshot brings, chosen from the objects loaded before them.
+PodNamespaces = Callable[[ClusterState], Collection[str]]
 log = logging.getLogger(__name__)
 
 W = TypeVar("W", Pod, Event)
@@ -110,7 +112,7 @@ class ProjectionStore:
         demands: dict[tuple[str, str], str] | None = None,
         open_resizes: set[tuple[str, str]] | None = None,
         events: bool = True,
-        quota_namespaces_only: bool = False,
+        pod_namespaces: PodNamespaces | None = None,
     ) -> ClusterState:
         """Every projected object, as the fold of the log up to `offsets` holds it (call both
         inside one REPEATABLE READ transaction for a consistent snapshot); `allocations`: the
@@ -118,37 +120,10 @@ class ProjectionStore:
         each pod bound to a node and not ended, where the row has one; `open_resizes`:
         filled with the pods whose resize is open by their row (`RESIZE_OPEN_SQL`); `events`: the
         Kubernetes Events too (only a holder that follows them wants them: hundreds of
-        thousands within the event TTL); `quota_namespaces_only`: only the pods of namespaces
-        that have a ResourceQuota (the quota role's, services/quota/namespaces.py)."""
+        thousands within the event TTL); `pod_namespaces`: only the pods of the namespaces it
+        names from the other objects, loaded first (the quota role's: those with a quota)."""
         s = self.schema
         state = ClusterState(allocations={} if allocations else None)
-        pods = PodStore()
-        placed = (
-            ", CASE WHEN node_name IS NOT NULL AND phase NOT IN ('Succeeded', 'Failed')"
-            " THEN demand END AS demand"
-            if demands is not None
-            else ""
-        )
-        columns = f"namespace, name, node_name, resource_version, object{placed}"
-        where = (
-            f" WHERE namespace IN (SELECT namespace FROM {s}.resourcequotas)"
-            if quota_namespaces_only
-            else ""
-        )
-        async for r in _rows(conn, f"SELECT {columns} FROM {s}.pods{where}"):
-            key = _hold(pods, r)
-            if demands is not None and r["demand"] is not None:
-                demands[key] = r["demand"]
-        if open_resizes is not None:  # a few rows: the server checks every one
-            query = f"SELECT namespace, name FROM {s}.pods WHERE {RESIZE_OPEN_SQL}"
-            open_resizes.update((r["namespace"], r["name"]) for r in await conn.fetch(query))
-        state.pods = pods
-        if state.allocations is not None:
-            # Keyed by the pods' own key tuples: a kubelet holds both for every pod it serves.
-            held = {key: key for key in pods}
-            async for r in _rows(conn, f"SELECT namespace, name, payload FROM {s}.allocations"):
-                key = (r["namespace"], r["name"])
-                state.allocations[held.get(key, key)] = r["payload"].encode()
         for r in await conn.fetch(f"SELECT name, object FROM {s}.nodes"):
             state.nodes[r["name"]] = Node.model_validate_json(r["object"])
         for r in await conn.fetch(f"SELECT name, object FROM {s}.namespaces"):
@@ -163,6 +138,32 @@ class ProjectionStore:
         for r in await conn.fetch(query):
             key = (r["namespace"], r["name"])
             state.poddisruptionbudgets[key] = PodDisruptionBudget.model_validate_json(r["object"])
+        pods = PodStore()
+        placed = (
+            ", CASE WHEN node_name IS NOT NULL AND phase NOT IN ('Succeeded', 'Failed')"
+            " THEN demand END AS demand"
+            if demands is not None
+            else ""
+        )
+        query = f"SELECT namespace, name, node_name, resource_version, object{placed} FROM {s}.pods"
+        args: list[Any] = []
+        if pod_namespaces is not None:
+            query += " WHERE namespace = ANY($1::text[])"
+            args.append(sorted(pod_namespaces(state)))
+        async for r in _rows(conn, query, *args):
+            key = _hold(pods, r)
+            if demands is not None and r["demand"] is not None:
+                demands[key] = r["demand"]
+        if open_resizes is not None:  # a few rows: the server checks every one
+            query = f"SELECT namespace, name FROM {s}.pods WHERE {RESIZE_OPEN_SQL}"
+            open_resizes.update((r["namespace"], r["name"]) for r in await conn.fetch(query))
+        state.pods = pods
+        if state.allocations is not None:
+            # Keyed by the pods' own key tuples: a kubelet holds both for every pod it serves.
+            held = {key: key for key in pods}
+            async for r in _rows(conn, f"SELECT namespace, name, payload FROM {s}.allocations"):
+                key = (r["namespace"], r["name"])
+                state.allocations[held.get(key, key)] = r["payload"].encode()
         if events:
             state.events = await self.load_events(conn)
         return state
@@ -794,11 +795,11 @@ __all__ = ["CHECKSUM_TABLES", "ProjectionStore", "StaleBatch", "resource_version
 SNAPSHOT_CHUNK = 2000
 
 
-async def _rows(conn: asyncpg.Connection, query: str) -> AsyncIterator[asyncpg.Record]:
+async def _rows(conn: asyncpg.Connection, query: str, *args: Any) -> AsyncIterator[asyncpg.Record]:
     """A table's rows a chunk at a time (a cursor, inside the snapshot's transaction): a role
     holding every pod never has all their rows in memory at once besides what it keeps (the
     whole result of 50,000 pods was ~100 MB at its peak, memory the process kept)."""
-    async for row in conn.cursor(query, prefetch=SNAPSHOT_CHUNK):
+    async for row in conn.cursor(query, *args, prefetch=SNAPSHOT_CHUNK):
         yield row
 
 
