@@ -218,6 +218,20 @@ class ResizeRefused(PodEvent):
     limit_range: list[LimitRangeViolation] | None = None
 
 
+class ContainerActual(PayloadModel):
+    name: str = Field(min_length=1)
+    resources: ResourceRequirements
+
+
+class AppliedResources(PayloadModel):
+    """What the runtime applied with an allocation, reported in the Allocated itself
+    (ContainerStatus.resources and status.resources, as an Actuated reports them)."""
+
+    containers: list[ContainerActual] = Field(default_factory=list)
+    init_containers: list[ContainerActual] = Field(default_factory=list)
+    pod_resources: ResourceRequirements | None = None
+
+
 class Allocated(KubeletPodEvent):
     """The kubelet admitted a pod or a resize: the allocated checkpoint, per container."""
 
@@ -228,11 +242,10 @@ class Allocated(KubeletPodEvent):
     # Allocated pod-level resources (status.allocatedResources shows the requests).
     pod_resources: ResourceRequirements | None = None
     resize_status: ResizeStatusUpdate | None = None  # None: status.resize unchanged
-
-
-class ContainerActual(PayloadModel):
-    name: str = Field(min_length=1)
-    resources: ResourceRequirements
+    # A resize the runtime applied before the allocation went out: its actual resources in
+    # the same status update (the kubelet's status manager sends only a pod's latest status),
+    # one record for every reader instead of an Allocated and an Actuated. None: not yet.
+    actuated: AppliedResources | None = None
 
 
 class Actuated(KubeletPodEvent):
@@ -245,6 +258,16 @@ class Actuated(KubeletPodEvent):
     # Pod-level resources applied to the pod's cgroup (status.resources).
     pod_resources: ResourceRequirements | None = None
     resize_status: ResizeStatusUpdate | None = None  # None: status.resize unchanged
+
+
+def applied(payload: EventPayload) -> Actuated | AppliedResources | None:
+    """The actual resources an event reports: an Actuated's, or those an Allocated carries
+    when the runtime applied it first; None when it reports none."""
+    if isinstance(payload, Actuated):
+        return payload
+    if isinstance(payload, Allocated):
+        return payload.actuated
+    return None
 
 
 def resize_change(payload: EventPayload) -> ResizeStatusChanged | ResizeStatusUpdate | None:

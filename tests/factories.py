@@ -35,6 +35,7 @@ from schemas.k8sproto.k8s.io.apimachinery.pkg.runtime import generated_pb2 as ru
 from schemas.kubeevents import event_about, occurrence_name, reference
 from schemas.policy import PodDisruptionBudget, PodDisruptionBudgetStatus
 from schemas.quantity import Quantity
+from services.kubelet.resizestep import COMPLETED, IN_PROGRESS, Step, applied_with
 
 
 def pod(namespace: str, name: str, cpu: str = "100m", memory: str = "128Mi") -> Pod:
@@ -148,6 +149,20 @@ def resize_flow(
         ),
         ev.ResizeStatusChanged(namespace=namespace, name=name, uid=uid, resize=None),
     ]
+
+
+def applied_in_one_flow(
+    namespace: str, name: str, node_name: str, cpu: str, memory: str
+) -> list[ev.PodEvent]:
+    """One accepted resize the runtime applied within the kubelet's sync: Proposed, then one
+    Allocated reporting the actual resources and the cleared status (resizestep.applied_with)."""
+    proposed, allocated, _, actuated, _ = resize_flow(namespace, name, node_name, cpu, memory)
+    allocated = allocated.model_copy(update={"resize_status": IN_PROGRESS})
+    accepted = Step("accepted", writes=[allocated])
+    done = Step("completed", writes=[actuated.model_copy(update={"resize_status": COMPLETED})])
+    merged = applied_with(accepted, done).writes[0]
+    assert isinstance(merged, ev.Allocated)
+    return [proposed, merged]
 
 
 def cluster_stream(

@@ -361,8 +361,9 @@ def log_checks(tracker: Tracker) -> list[Check]:
         Check(
             "no state transition lost",
             not [t for t in completed if "allocated" not in t.times],
-            f"{no_in_progress} completed without an InProgress status (a kubelet restart "
-            "between Allocated and InProgress goes straight to done)"
+            f"ok ({no_in_progress} completed without an InProgress status: applied within "
+            "the kubelet's sync, their allocation, actual resources and completion in one "
+            "record; or a kubelet restart between Allocated and InProgress)"
             if no_in_progress
             else "ok",
         ),

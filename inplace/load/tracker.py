@@ -2,9 +2,11 @@
 
 The apiserver writes ResizeProposed with the request's `X-Correlation-Id` (the `log` driver
 sets it itself); the kubelet writes Allocated, ResizeStatusChanged and Actuated with the
-proposal as their cause, so they carry the same id. Latencies are differences of envelope
-times (every producer runs on this machine, one clock). `observe` is pure: tests feed it
-synthetic envelopes; `follow` feeds it from a LogFollower over the `pods` topic.
+proposal as their cause, so they carry the same id (an Allocated the runtime applied first
+carries its actual resources and the cleared status: one record, every milestone).
+Latencies are differences of envelope times (every producer runs on this machine, one
+clock). `observe` is pure: tests feed it synthetic envelopes; `follow` feeds it from a
+LogFollower over the `pods` topic.
 """
 
 from __future__ import annotations
@@ -211,8 +213,9 @@ class Tracker:
             trace.mark("proposed", at)
         elif isinstance(payload, ev.Allocated):
             trace.mark("allocated", at)
-        elif isinstance(payload, ev.Actuated):
-            trace.actual = signature((c.name, c.resources) for c in payload.containers)
+        applied = ev.applied(payload)  # an Actuated's, or an Allocated's applied with it
+        if applied is not None:
+            trace.actual = signature((c.name, c.resources) for c in applied.containers)
             trace.counts["actuated"] += 1
             if trace.actual == trace.desired:
                 trace.times.setdefault("actuated", at)

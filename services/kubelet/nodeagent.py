@@ -90,6 +90,7 @@ from services.kubelet.resizestep import (
     actual_of,
     actuated_step,
     allocated_event,
+    applied_with,
     completion,
     resizable,
     resize_step,
@@ -105,6 +106,19 @@ NODE_KEY = ""  # queue item meaning "the node itself changed"
 RESTORE_KEY = "restore"  # queue item: this node's turn to put its pods back into the runtime
 RESTORE_YIELD_EVERY = 16  # pods put back into the runtime between two yields to the loop
 STEP_TIMEOUT = 30.0  # a hung runtime call becomes an error instead of a stuck node
+# How long an accepted allocation waits for the runtime to apply it, to go out in one record
+# with what it applied; a slower runtime shows the allocation and InProgress first (KEP-1287's
+# flow: allocated, InProgress, then actual). The fake runtime and cgroup writes take far less.
+HOLD_FOR_ACTUATION_S = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class HeldStep:
+    """An accepted allocation kept back while the runtime applies it (`_resize`)."""
+
+    key: str
+    pod: Pod
+    step: Step
 
 
 @dataclass(slots=True)
@@ -151,9 +165,13 @@ class NodeAgent:
         self._simulating: set[str] = set()  # pods whose usage an annotation sets
         self.model = model
         self.writer = writer
-        # An accepted resize's allocation, handed to the producer and not yet waited for
-        # while the runtime applies it (`_reconcile_resize`): its Actuated goes in the same
-        # request, one log round trip for both. Every other write waits for it first.
+        # An accepted resize's allocation is kept back while the runtime applies it
+        # (`_resize`): what the runtime applied goes out in the same Allocated, one record
+        # instead of two. Any other write sends it first (`_queue`), as does a wait (`_settle`).
+        self._held: HeldStep | None = None
+        self._hold_timer: asyncio.TimerHandle | None = None
+        self._sending: asyncio.Future[None] | None = None  # the timer's send of a held step
+        # What was handed to the producer and not yet waited for (`_settle`).
         self._unsettled = Queued()
         self.causes = causes
         self.pods: dict[str, PodRuntime] = {}
@@ -435,12 +453,49 @@ class NodeAgent:
         await self._settle()
 
     async def _queue(self, writes: list[EventPayload], key: str) -> None:
-        """Hand `writes` to the producer after what this agent queued before, unwaited."""
+        """Hand `writes` to the producer after what this agent queued or held before, unwaited."""
+        await self._send_held()
         if writes:
-            self._unsettled += await self.writer.queue(writes, cause=self.causes.get(key))
+            queued = await self.writer.queue(writes, cause=self.causes.get(key))
+            self._unsettled += queued
+
+    def _hold(self, held: HeldStep) -> None:
+        self._held = held
+        loop = asyncio.get_running_loop()
+        self._hold_timer = loop.call_later(HOLD_FOR_ACTUATION_S, self._hold_expired)
+
+    def _hold_expired(self) -> None:
+        """The runtime is slow: the allocation goes out now, on its own (every later write
+        waits for this send first: `_send_held`)."""
+        self._hold_timer = None
+        if self._held is not None:
+            self._sending = asyncio.ensure_future(self._send_late())
+
+    async def _send_late(self) -> None:
+        try:
+            await self._send_held()
+        finally:
+            self._sending = None
+
+    async def _send_held(self) -> None:
+        """Hand the held allocation (with its Events) to the producer as it was decided, after
+        the timer's send of it if that started: before anything written after it."""
+        sending = self._sending
+        if sending is not None and asyncio.current_task() is not sending:
+            await sending
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+            self._hold_timer = None
+        held, self._held = self._held, None
+        if held is None:
+            return
+        writes = self._writes_of(held.pod, held.step)
+        queued = await self.writer.queue(writes, cause=self.causes.get(held.key))
+        self._unsettled += queued
 
     async def _settle(self) -> None:
-        """Wait until what this agent queued is on the log and in its read model."""
+        """Wait until what this agent queued (or held) is on the log and in its read model."""
+        await self._send_held()
         queued, self._unsettled = self._unsettled, Queued()
         if queued.sent:
             await self.writer.settle(queued)
@@ -804,8 +859,15 @@ class NodeAgent:
     async def _reconcile_resize(self, key: str, pod: Pod) -> None:
         try:
             await self._resize(key, pod)
-        except BaseException:
-            # What it queued reaches the log anyway; the retry reads it from there.
+        except asyncio.CancelledError:
+            if self._hold_timer is not None:
+                self._hold_timer.cancel()
+            self._held, self._hold_timer, self._unsettled = None, None, Queued()  # it stops
+            raise
+        except Exception:
+            # The allocation is in the checkpoint: it goes on the log. What was queued reaches
+            # the log anyway; the retry reads it from there.
+            await self._send_held()
             self._unsettled = Queued()
             raise
         await self._settle()
@@ -832,12 +894,14 @@ class NodeAgent:
         if step.allocation is not None:
             # Held as JSON from here (allocatedpods.py): nothing of the live pod is kept.
             self.checkpoint = self.checkpoint.with_pod(step.allocation)
-        # An accepted allocation is sent as the runtime applies it, not waited for: its
-        # Actuated follows in the same request (a crash between the two leaves the proposal
-        # open on the log, decided again from the allocations the log has, as after any
-        # restart). What reads the pod's status waits for it first (`_settle`).
-        accepted = step.allocation is not None and step.outcome not in ("deferred", "infeasible")
-        await self._carry_out(key, pod, step, later=accepted)
+        # An accepted allocation is held while the runtime applies it: what the runtime then
+        # reports goes out in the same record (`_publish_actual`). A crash before it leaves
+        # the proposal open on the log, decided again from the allocations the log has, as
+        # after any restart. Any other write, and any wait, sends it first.
+        if step.allocation is not None and step.outcome not in ("deferred", "infeasible"):
+            self._hold(HeldStep(key, pod, step))
+        else:
+            await self._carry_out(key, pod, step)
         if step.frees_room:
             self._retry_deferred("pod_resized")
         if step.outcome in ("deferred", "infeasible"):
@@ -848,8 +912,8 @@ class NodeAgent:
         if not await self._actuate(key, generation, complete=True):
             return
         await self._settle()
-        # Usually the Actuated just written completed it; this completes a resize whose
-        # actual resources the log already showed (nothing new to report).
+        # Usually the Allocated or Actuated just written completed it; this completes a
+        # resize whose actual resources the log already showed (nothing new to report).
         pod = self._live(key)
         allocated = resources_of(self.checkpoint.allocated(key) or pod)  # type: ignore[arg-type]
         done = completion(pod, allocated) if pod is not None else None
@@ -866,14 +930,16 @@ class NodeAgent:
             POD_RESIZE_MS.labels("true").observe((time.monotonic() - started) * 1000)
         self._attempts.pop(key, None)
 
-    async def _carry_out(self, key: str, pod: Pod, step: Step, *, later: bool = False) -> None:
+    async def _carry_out(self, key: str, pod: Pod, step: Step) -> None:
         # One step's events were decided together: one write, one wait (the allocation with
-        # its InProgress and the ResizeStarted Event, or a status and its Event); `later`:
-        # queued only, for the next write to wait for with its own.
+        # what the runtime applied and its Events, or a status and its Event).
+        await self._queue(self._writes_of(pod, step), key)
+        await self._settle()
+
+    def _writes_of(self, pod: Pod, step: Step) -> list[EventPayload]:
+        """A step's log events, then its Kubernetes Events (those the spam filter lets by)."""
         events = [self._event_of(pod, n.reason, n.message, n.type) for n in step.notices]
-        await self._queue([*step.writes, *(e for e in events if e is not None)], key)
-        if not later:
-            await self._settle()
+        return [*step.writes, *(e for e in events if e is not None)]
 
     def _book(self, key: str, pod: Pod, step: Step) -> None:
         """Metrics and the Deferred queue for one step (kubelet_* resize metrics, ResizeBook)."""
@@ -1014,7 +1080,8 @@ class NodeAgent:
     ) -> None:
         """Actuated with what the runtime reports, when it differs from what the log says;
         `complete` (the actuation succeeded): clearing status.resize with it when that
-        completes the open resize (resizestep.actuated_step)."""
+        completes the open resize (resizestep.actuated_step), and reported in the held
+        allocation's Allocated when there is one (resizestep.applied_with)."""
         allocated_pod = self.checkpoint.allocated(key)
         runtime = self.pods.get(key)
         pod = self._live(key)
@@ -1059,6 +1126,14 @@ class NodeAgent:
             await self._write(event, key)
             return
         step = actuated_step(pod, allocated, actual, event)
+        held = self._held
+        if held is not None and held.key == key:
+            # The allocation goes out with what the runtime applied.
+            self._held = None
+            if self._hold_timer is not None:
+                self._hold_timer.cancel()
+                self._hold_timer = None
+            step = applied_with(held.step, step)
         await self._carry_out(key, pod, step)
         if step.outcome == "completed":
             self._resize_completed(key)

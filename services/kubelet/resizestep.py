@@ -39,6 +39,7 @@ __all__ = [
     "actual_of",
     "allocated_event",
     "allocations",
+    "applied_with",
     "completion",
     "resizable",
     "resize_step",
@@ -244,6 +245,30 @@ def actuated_step(pod: Pod, allocated: Resources, actual: Resources, event: ev.A
         "completed",
         writes=[event.model_copy(update={"resize_status": COMPLETED})],
         notices=[_completed(pod)],
+    )
+
+
+def applied_with(accepted: Step, actuated: Step) -> Step:
+    """An accepted allocation not yet written, and what the runtime then applied
+    (`actuated_step`), as one status update, as the kubelet's status manager sends only a
+    pod's latest status: the Allocated reports the actual resources and leaves the status
+    the actuation leaves (cleared when it completed the resize), then both steps' Events.
+    One record for every reader of the log instead of two."""
+    allocated, report = accepted.writes[0], actuated.writes[0]
+    assert isinstance(allocated, ev.Allocated) and isinstance(report, ev.Actuated)
+    actual = ev.AppliedResources(
+        containers=report.containers,
+        init_containers=report.init_containers,
+        pod_resources=report.pod_resources,
+    )
+    status = report.resize_status or allocated.resize_status
+    merged = allocated.model_copy(update={"actuated": actual, "resize_status": status})
+    return Step(
+        actuated.outcome,
+        accepted.decision,
+        allocation=accepted.allocation,
+        writes=[merged, *accepted.writes[1:], *actuated.writes[1:]],
+        notices=[*accepted.notices, *actuated.notices],
     )
 
 

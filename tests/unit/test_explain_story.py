@@ -221,3 +221,17 @@ def test_statuses_set_with_the_allocation_and_the_actuation_are_told_as_their_ow
     ]
     assert resize.outcome == "Completed"
     assert resize.durations_ms == {"admission": 1000.0, "actuation": 1000.0, "total": 2000.0}
+
+
+def test_an_allocation_applied_first_is_told_as_allocated_actuated_and_completed() -> None:
+    proposed, applied = factories.applied_in_one_flow("d", "web", "n1", "2", "1Gi")
+    own = _records(ev.PodBound(**IDS, node_name="n1"), proposed, applied)
+    [resize] = pod_story("d/web", own).resizes
+    assert [(s.event, s.offset) for s in resize.steps] == [
+        ("Allocated", 2),
+        ("Actuated", 2),
+        ("ResizeStatusChanged(cleared)", 2),
+    ]
+    assert "reported with the allocation" in resize.steps[1].text
+    assert resize.outcome == "Completed"
+    assert resize.durations_ms == {"admission": 1000.0, "actuation": 0.0, "total": 1000.0}

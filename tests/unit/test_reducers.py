@@ -700,3 +700,27 @@ def test_a_pod_update_decided_from_an_older_version_is_folded_to_nothing(
     assert _pod(state).metadata.resource_version == str(
         resource_version(Position(CREATED.TOPIC, 0, 1))
     )
+
+
+def test_an_allocation_applied_first_reports_actual_resources_and_completes_in_one_fold() -> None:
+    proposed, applied = factories.applied_in_one_flow(NS, NAME, "n1", "2", "1Gi")
+    state = _fold(CREATED, ev.PodBound(namespace=NS, name=NAME, uid=UID, node_name="n1"), proposed)
+    assert _pod(state).status.resize == "Proposed"
+    state.apply(_record(applied, 4))
+    pod = _pod(state)
+    (app,) = pod.status.container_statuses or []
+    assert str(app.allocated_resources["cpu"]) == "2"
+    assert str(app.resources.requests["cpu"]) == "2"
+    assert str(app.resources.limits["memory"]) == "1Gi"
+    assert pod.status.resize is None
+    assert not [c for c in pod.status.conditions or [] if c.type.startswith("PodResize")]
+
+
+def test_the_checkpoint_keeps_the_allocation_without_the_resources_applied_with_it() -> None:
+    state = ClusterState(allocations={})
+    state.apply(_record(CREATED, 1))
+    _, applied = factories.applied_in_one_flow(NS, NAME, "n1", "2", "1Gi")
+    state.apply(_record(applied, 2))
+    checkpoint = ev.Allocated.model_validate_json(state.allocations[(NS, NAME)])
+    assert checkpoint.actuated is None
+    assert checkpoint.containers == applied.containers  # type: ignore[attr-defined]

@@ -147,10 +147,16 @@ def _steps(record: Record) -> list[Step]:
     step = _step(record)
     if step is None:
         return []
-    change = ev.resize_change(record.envelope.payload)
-    if change is None or isinstance(change, ev.ResizeStatusChanged):
-        return [step]
-    return [step, _status_step(record, change)]
+    steps = [step]
+    payload = record.envelope.payload
+    if isinstance(payload, ev.Allocated) and payload.actuated is not None:
+        # Applied before the allocation went out: its Actuated is in the same record.
+        text = f"Actuated on node {payload.node_name} by the runtime (reported with the allocation)"
+        steps.append(step.model_copy(update={"event": ev.Actuated.TYPE, "text": text}))
+    change = ev.resize_change(payload)
+    if change is not None and not isinstance(change, ev.ResizeStatusChanged):
+        steps.append(_status_step(record, change))
+    return steps
 
 
 def _step(record: Record) -> Step | None:

@@ -137,10 +137,14 @@ def resource_version_of(obj: Any) -> str | None:
     return rv
 
 
+_NOT_CHECKPOINTED = {"actuated"}
+
+
 def allocation_json(allocated: ev.Allocated) -> bytes:
-    """An Allocated as the checkpoint holds it (and the projection's `allocations` row)."""
+    """An Allocated as the checkpoint holds it (and the projection's `allocations` row): the
+    allocation, without the actual resources it may report."""
     raw: bytes = allocated.__pydantic_serializer__.to_json(
-        allocated, by_alias=True, exclude_none=True
+        allocated, by_alias=True, exclude_none=True, exclude=_NOT_CHECKPOINTED
     )
     return raw
 

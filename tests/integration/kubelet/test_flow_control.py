@@ -1,6 +1,9 @@
 """KEP-1287 "Flow Control": the T=0..T=12 table as a golden trace, against the running system
 (apiserver process + kubelet on the real broker). The kubelet runs in this process so the
-test can hold the fake runtime mid-actuation, which is how T=5 lands before T=6."""
+test can hold the fake runtime mid-actuation, which is how T=5 lands before T=6, and how
+T=4 and T=9 are states of their own: a runtime that applies a resize within
+nodeagent.HOLD_FOR_ACTUATION_S has it allocated, applied and completed in one status update
+(test_nodeagent_writes.py), T=9 and T=10 in one."""
 
 from __future__ import annotations
 
@@ -114,8 +117,12 @@ async def test_kep_1287_flow_control_t0_to_t12(
     await call(v1.patch_namespaced_pod_resize, "flow", "default", _resize("2"))  # T=5
     runtime.release()  # T=6
     await _until(v1, "flow", lambda p: p.status.resize == "Deferred")  # T=7
+    runtime.hang("set_pod_cgroup_resources")
+    runtime.hang("update_container_resources")
     await call(v1.patch_namespaced_pod_resize, "flow", "default", _resize("1.6"))  # T=8
-    await _until(v1, "flow", lambda p: p.status.resize is None)  # T=9, T=10
+    await _until(v1, "flow", lambda p: p.status.resize == "InProgress")  # T=9
+    runtime.release()
+    await _until(v1, "flow", lambda p: p.status.resize is None)  # T=10
     await call(v1.patch_namespaced_pod_resize, "flow", "default", _resize("100"))  # T=11
     await _until(v1, "flow", lambda p: p.status.resize == "Infeasible")  # T=12
 

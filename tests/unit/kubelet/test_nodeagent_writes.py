@@ -1,10 +1,12 @@
-"""How the node agent's writes reach the log: an accepted resize's allocation is sent while
-the runtime applies it and waited for together with its Actuated, one log round trip for the
-two (what reads the pod's status in between waits for it first: test_nodeagent_notes.py)."""
+"""How the node agent's writes reach the log: an accepted resize's allocation is held while
+the runtime applies it and goes out with what the runtime applied, one record and one log
+round trip (what reads the pod's status in between sends it first: test_nodeagent_notes.py)."""
 
 from __future__ import annotations
 
 from schemas import events as ev
+from services.kubelet.nodeagent import HOLD_FOR_ACTUATION_S
+from services.kubelet.runtime_fake import FakeRuntime
 from tests.unit.kubelet.agentworld import agent_on_node, resize, start, until
 
 
@@ -15,15 +17,23 @@ def _kinds(batch: list[ev.EventPayload]) -> list[str]:
     ]
 
 
-async def test_an_accepted_resize_is_allocated_and_actuated_in_one_wait() -> None:
+async def test_an_accepted_resize_is_allocated_and_actuated_in_one_record() -> None:
     async with agent_on_node() as (cluster, _):
         await start(cluster, "web", "1")
         cluster.settled.clear()
         cluster.apply(resize("web", "2"))
         await until(lambda: cluster.pod("web").status.resize is None, "completed")
         assert [_kinds(batch) for batch in cluster.settled] == [
-            ["Allocated", "ResizeStarted", "Actuated", "ResizeCompleted"]
+            ["Allocated", "ResizeStarted", "ResizeCompleted"]
         ]
+        allocated = cluster.settled[0][0]
+        assert isinstance(allocated, ev.Allocated) and allocated.actuated is not None
+        assert allocated.resize_status == ev.ResizeStatusUpdate(resize=None)  # completed
+        (app,) = allocated.actuated.containers
+        assert str(app.resources.requests["cpu"]) == "2"
+        status = cluster.pod("web").status.container_statuses[0]
+        assert str(status.resources.requests["cpu"]) == "2"
+        assert str(status.allocated_resources["cpu"]) == "2"
 
 
 async def test_a_started_pod_tells_each_container_started_with_its_running() -> None:
@@ -40,3 +50,23 @@ async def test_a_started_pod_tells_each_container_started_with_its_running() -> 
         assert {(e.involved_object.name, e.source.host, e.type) for e in said} == {
             ("web", "n1", "Normal")
         }
+
+
+async def test_a_slow_runtime_gets_the_allocation_sent_before_it_applies() -> None:
+    """KEP-1287's flow when actuation takes time: the allocation and InProgress go out first,
+    then the actual resources and completion (nodeagent.HOLD_FOR_ACTUATION_S; that readers
+    see InProgress meanwhile: tests/integration/kubelet/test_flow_control.py)."""
+    runtime = FakeRuntime(latency={"update_container_resources": 3 * HOLD_FOR_ACTUATION_S})
+    async with agent_on_node(runtime=runtime) as (cluster, _):
+        await start(cluster, "web", "1")
+        cluster.settled.clear()
+        cluster.apply(resize("web", "2"))
+        await until(lambda: cluster.pod("web").status.resize is None, "completed")
+        assert [_kinds(batch) for batch in cluster.settled] == [
+            ["Allocated", "ResizeStarted", "Actuated", "ResizeCompleted"]
+        ]
+        allocated, _, actuated, _ = cluster.settled[0]
+        assert isinstance(allocated, ev.Allocated) and allocated.actuated is None
+        assert allocated.resize_status == ev.ResizeStatusUpdate(resize="InProgress")
+        assert isinstance(actuated, ev.Actuated)
+        assert actuated.resize_status == ev.ResizeStatusUpdate(resize=None)

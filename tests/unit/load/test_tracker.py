@@ -13,6 +13,7 @@ from inplace.load.tracker import Tracker, percentile, signature, stage_stats
 from schemas import events as ev
 from schemas.envelope import Envelope, EventPayload
 from schemas.k8s import ResourceRequirements
+from tests import factories
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 NS = "load-t"
@@ -113,6 +114,21 @@ def test_statuses_set_with_the_allocation_and_the_actuation_mark_their_stages() 
     assert trace.latency("end_to_end") == pytest.approx(0.025, abs=1e-6)
     assert trace.latency("complete") == pytest.approx(0.025, abs=1e-6)
     assert trace.counts["in_progress"] == 1 and trace.counts["cleared"] == 1
+
+
+def test_an_allocation_applied_first_marks_every_milestone_in_one_record() -> None:
+    tracker = Tracker("run-r", NS)
+    proposed_, applied = factories.applied_in_one_flow(NS, "p-0", "n", "200m", "128Mi")
+    for payload, ms in ((proposed_, 0), (applied, 15)):
+        env = _env(payload, "run-r0", ms)
+        tracker.observe(env, env.time.timestamp())
+    trace = tracker.traces["run-r0"]
+    assert trace.outcome == "completed" and trace.actual == trace.desired
+    assert trace.latency("admit") == pytest.approx(0.015, abs=1e-6)
+    assert trace.latency("end_to_end") == pytest.approx(0.015, abs=1e-6)
+    assert trace.latency("actuate") == 0.0
+    assert trace.counts["allocated"] == trace.counts["actuated"] == trace.counts["cleared"] == 1
+    assert "in_progress" not in trace.times
 
 
 def test_deferred_and_infeasible_settle_without_allocation() -> None:
