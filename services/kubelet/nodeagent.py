@@ -61,6 +61,7 @@ from services.kubelet.cri import (
     RuntimeService,
     RuntimeServiceError,
 )
+from services.kubelet.heldallocation import HeldAllocation, HeldStep
 from services.kubelet.imagechange import ImageChange, changed_images, notices
 from services.kubelet.metrics import (
     DEFERRED_ACCEPTED,
@@ -106,19 +107,6 @@ NODE_KEY = ""  # queue item meaning "the node itself changed"
 RESTORE_KEY = "restore"  # queue item: this node's turn to put its pods back into the runtime
 RESTORE_YIELD_EVERY = 16  # pods put back into the runtime between two yields to the loop
 STEP_TIMEOUT = 30.0  # a hung runtime call becomes an error instead of a stuck node
-# How long an accepted allocation waits for the runtime to apply it, to go out in one record
-# with what it applied; a slower runtime shows the allocation and InProgress first (KEP-1287's
-# flow: allocated, InProgress, then actual). The fake runtime and cgroup writes take far less.
-HOLD_FOR_ACTUATION_S = 0.1
-
-
-@dataclass(frozen=True, slots=True)
-class HeldStep:
-    """An accepted allocation kept back while the runtime applies it (`_resize`)."""
-
-    key: str
-    pod: Pod
-    step: Step
 
 
 @dataclass(slots=True)
@@ -165,12 +153,9 @@ class NodeAgent:
         self._simulating: set[str] = set()  # pods whose usage an annotation sets
         self.model = model
         self.writer = writer
-        # An accepted resize's allocation is kept back while the runtime applies it
-        # (`_resize`): what the runtime applied goes out in the same Allocated, one record
-        # instead of two. Any other write sends it first (`_queue`), as does a wait (`_settle`).
-        self._held: HeldStep | None = None
-        self._hold_timer: asyncio.TimerHandle | None = None
-        self._sending: asyncio.Future[None] | None = None  # the timer's send of a held step
+        # An accepted resize's allocation, kept back while the runtime applies it
+        # (heldallocation.py): any other write sends it first (`_queue`), as does a wait.
+        self._held = HeldAllocation(self._send_held)
         # What was handed to the producer and not yet waited for (`_settle`).
         self._unsettled = Queued()
         self.causes = causes
@@ -454,48 +439,20 @@ class NodeAgent:
 
     async def _queue(self, writes: list[EventPayload], key: str) -> None:
         """Hand `writes` to the producer after what this agent queued or held before, unwaited."""
-        await self._send_held()
+        await self._held.flush()
         if writes:
             queued = await self.writer.queue(writes, cause=self.causes.get(key))
-            self._unsettled += queued
+            self._unsettled += queued  # not `+= await`: the held step's send may add meanwhile
 
-    def _hold(self, held: HeldStep) -> None:
-        self._held = held
-        loop = asyncio.get_running_loop()
-        self._hold_timer = loop.call_later(HOLD_FOR_ACTUATION_S, self._hold_expired)
-
-    def _hold_expired(self) -> None:
-        """The runtime is slow: the allocation goes out now, on its own (every later write
-        waits for this send first: `_send_held`)."""
-        self._hold_timer = None
-        if self._held is not None:
-            self._sending = asyncio.ensure_future(self._send_late())
-
-    async def _send_late(self) -> None:
-        try:
-            await self._send_held()
-        finally:
-            self._sending = None
-
-    async def _send_held(self) -> None:
-        """Hand the held allocation (with its Events) to the producer as it was decided, after
-        the timer's send of it if that started: before anything written after it."""
-        sending = self._sending
-        if sending is not None and asyncio.current_task() is not sending:
-            await sending
-        if self._hold_timer is not None:
-            self._hold_timer.cancel()
-            self._hold_timer = None
-        held, self._held = self._held, None
-        if held is None:
-            return
+    async def _send_held(self, held: HeldStep) -> None:
+        """The held allocation (with its Events) to the producer as it was decided, unwaited."""
         writes = self._writes_of(held.pod, held.step)
         queued = await self.writer.queue(writes, cause=self.causes.get(held.key))
         self._unsettled += queued
 
     async def _settle(self) -> None:
         """Wait until what this agent queued (or held) is on the log and in its read model."""
-        await self._send_held()
+        await self._held.flush()
         queued, self._unsettled = self._unsettled, Queued()
         if queued.sent:
             await self.writer.settle(queued)
@@ -860,14 +817,13 @@ class NodeAgent:
         try:
             await self._resize(key, pod)
         except asyncio.CancelledError:
-            if self._hold_timer is not None:
-                self._hold_timer.cancel()
-            self._held, self._hold_timer, self._unsettled = None, None, Queued()  # it stops
+            self._held.drop()  # the agent stops
+            self._unsettled = Queued()
             raise
         except Exception:
             # The allocation is in the checkpoint: it goes on the log. What was queued reaches
             # the log anyway; the retry reads it from there.
-            await self._send_held()
+            await self._held.flush()
             self._unsettled = Queued()
             raise
         await self._settle()
@@ -899,7 +855,7 @@ class NodeAgent:
         # the proposal open on the log, decided again from the allocations the log has, as
         # after any restart. Any other write, and any wait, sends it first.
         if step.allocation is not None and step.outcome not in ("deferred", "infeasible"):
-            self._hold(HeldStep(key, pod, step))
+            self._held.hold(HeldStep(key, pod, step))
         else:
             await self._carry_out(key, pod, step)
         if step.frees_room:
@@ -1126,13 +1082,8 @@ class NodeAgent:
             await self._write(event, key)
             return
         step = actuated_step(pod, allocated, actual, event)
-        held = self._held
-        if held is not None and held.key == key:
-            # The allocation goes out with what the runtime applied.
-            self._held = None
-            if self._hold_timer is not None:
-                self._hold_timer.cancel()
-                self._hold_timer = None
+        held = self._held.take(key)
+        if held is not None:  # the allocation goes out with what the runtime applied
             step = applied_with(held.step, step)
         await self._carry_out(key, pod, step)
         if step.outcome == "completed":

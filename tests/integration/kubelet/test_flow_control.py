@@ -2,7 +2,7 @@
 (apiserver process + kubelet on the real broker). The kubelet runs in this process so the
 test can hold the fake runtime mid-actuation, which is how T=5 lands before T=6, and how
 T=4 and T=9 are states of their own: a runtime that applies a resize within
-nodeagent.HOLD_FOR_ACTUATION_S has it allocated, applied and completed in one status update
+heldallocation.HOLD_FOR_ACTUATION_S has it allocated, applied and completed in one status update
 (test_nodeagent_writes.py), T=9 and T=10 in one."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ round trip (what reads the pod's status in between sends it first: test_nodeagen
 from __future__ import annotations
 
 from schemas import events as ev
-from services.kubelet.nodeagent import HOLD_FOR_ACTUATION_S
+from services.kubelet.heldallocation import HOLD_FOR_ACTUATION_S
 from services.kubelet.runtime_fake import FakeRuntime
 from tests.unit.kubelet.agentworld import agent_on_node, resize, start, until
 
@@ -54,7 +54,7 @@ async def test_a_started_pod_tells_each_container_started_with_its_running() -> 
 
 async def test_a_slow_runtime_gets_the_allocation_sent_before_it_applies() -> None:
     """KEP-1287's flow when actuation takes time: the allocation and InProgress go out first,
-    then the actual resources and completion (nodeagent.HOLD_FOR_ACTUATION_S; that readers
+    then the actual resources and completion (heldallocation.HOLD_FOR_ACTUATION_S; that readers
     see InProgress meanwhile: tests/integration/kubelet/test_flow_control.py)."""
     runtime = FakeRuntime(latency={"update_container_resources": 3 * HOLD_FOR_ACTUATION_S})
     async with agent_on_node(runtime=runtime) as (cluster, _):
