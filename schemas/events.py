@@ -242,9 +242,10 @@ class Allocated(KubeletPodEvent):
     # Allocated pod-level resources (status.allocatedResources shows the requests).
     pod_resources: ResourceRequirements | None = None
     resize_status: ResizeStatusUpdate | None = None  # None: status.resize unchanged
-    # A resize the runtime applied before the allocation went out: its actual resources in
-    # the same status update (the kubelet's status manager sends only a pod's latest status),
-    # one record for every reader instead of an Allocated and an Actuated. None: not yet.
+    # A resize the runtime applied before the allocation went out (within the kubelet's
+    # hold, services/kubelet/heldallocation.py): its actual resources in the same status
+    # update, one record for every reader instead of an Allocated and an Actuated. None: not
+    # applied yet (an Actuated reports it later), or an admission.
     actuated: AppliedResources | None = None
 
 

@@ -26,6 +26,8 @@ HOLD_FOR_ACTUATION_S = 0.1
 
 @dataclass(frozen=True, slots=True)
 class HeldStep:
+    """The step that allocated `key`'s resize, and the pod it was decided on (its Events')."""
+
     key: str
     pod: Pod
     step: Step

@@ -250,10 +250,10 @@ def actuated_step(pod: Pod, allocated: Resources, actual: Resources, event: ev.A
 
 def applied_with(accepted: Step, actuated: Step) -> Step:
     """An accepted allocation not yet written, and what the runtime then applied
-    (`actuated_step`), as one status update, as the kubelet's status manager sends only a
-    pod's latest status: the Allocated reports the actual resources and leaves the status
-    the actuation leaves (cleared when it completed the resize), then both steps' Events.
-    One record for every reader of the log instead of two."""
+    (`actuated_step`), as one status update: the Allocated reports the actual resources and
+    leaves the status the actuation leaves (cleared when it completed the resize), then both
+    steps' Events. One record for every reader of the log instead of two (README: where we
+    coalesce what the 1.35 kubelet usually sends as two status updates)."""
     allocated, report = accepted.writes[0], actuated.writes[0]
     assert isinstance(allocated, ev.Allocated) and isinstance(report, ev.Actuated)
     actual = ev.AppliedResources(
@@ -261,7 +261,7 @@ def applied_with(accepted: Step, actuated: Step) -> Step:
         init_containers=report.init_containers,
         pod_resources=report.pod_resources,
     )
-    status = report.resize_status or allocated.resize_status
+    status = report.resize_status if report.resize_status is not None else allocated.resize_status
     merged = allocated.model_copy(update={"actuated": actual, "resize_status": status})
     return Step(
         actuated.outcome,
