@@ -151,12 +151,16 @@ def _steps(record: Record) -> list[Step]:
     payload = record.envelope.payload
     if isinstance(payload, ev.Allocated) and payload.actuated is not None:
         # Applied before the allocation went out: its Actuated is in the same record.
-        text = f"Actuated on node {payload.node_name} by the runtime (reported with the allocation)"
+        text = f"{_actuated_on(payload.node_name)} (reported with the allocation)"
         steps.append(step.model_copy(update={"event": ev.Actuated.TYPE, "text": text}))
     change = ev.resize_change(payload)
     if change is not None and not isinstance(change, ev.ResizeStatusChanged):
         steps.append(_status_step(record, change))
     return steps
+
+
+def _actuated_on(node: str) -> str:
+    return f"Actuated on node {node} by the runtime"
 
 
 def _step(record: Record) -> Step | None:
@@ -167,7 +171,7 @@ def _step(record: Record) -> Step | None:
     if isinstance(payload, ev.Allocated):
         return Step(**at, text=f"Allocated on node {payload.node_name} (the kubelet's checkpoint)")
     if isinstance(payload, ev.Actuated):
-        return Step(**at, text=f"Actuated on node {payload.node_name} by the runtime")
+        return Step(**at, text=_actuated_on(payload.node_name))
     if isinstance(payload, ev.ResizeRefused):
         return Step(
             **at,
