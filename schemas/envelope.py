@@ -134,20 +134,30 @@ class Envelope(BaseModel):
         time: datetime | None = None,
         user: UserInfo | None = None,
     ) -> Envelope:
-        """Envelope a new event; a caused event inherits its cause's correlation id."""
+        """Envelope a new event; a caused event inherits its cause's correlation id.
+
+        Every field is typed already (the payload validated when it was built, its type and
+        version are its class's), so the envelope is built without validating it again: the
+        model's validators (routing the payload by type, among them) were ~20 µs a write,
+        more than encoding it. What they would check of the arguments is checked here."""
         if correlation_id is None:
             correlation_id = cause.correlation_id if cause else str(uuid.uuid4())
-        return cls(
-            type=payload.TYPE,
-            schema_version=payload.VERSION,
-            key=payload.partition_key(),
-            time=time or datetime.now(UTC),
-            producer=producer,
-            correlation_id=correlation_id,
-            causation_id=cause.id if cause else None,
-            user=user,
-            payload=payload,
-        )
+        key = payload.partition_key()
+        if not (key and producer and correlation_id):
+            raise ValueError("an event needs a key, a producer and a correlation id")
+        fields = {
+            "id": uuid.uuid4(),
+            "type": payload.TYPE,
+            "schema_version": payload.VERSION,
+            "key": key,
+            "time": datetime.now(UTC) if time is None else _utc(time),
+            "producer": producer,
+            "correlation_id": correlation_id,
+            "causation_id": cause.id if cause else None,
+            "user": user,
+            "payload": payload,
+        }
+        return _built(fields, set(fields))
 
     @property
     def topic(self) -> str:
@@ -203,15 +213,19 @@ class _FastDecoder:
 
     def decode(self, value: bytes) -> Envelope:
         typed = self.adapter().validate_json(value)
-        # Same fields, already validated: adopt them without a second validation (what
-        # model_construct does, minus its per-field default handling, which costs as much as
-        # the validation saved).
-        envelope = _new_envelope(Envelope)
-        _set(envelope, "__dict__", typed.__dict__)
-        _set(envelope, "__pydantic_fields_set__", typed.__pydantic_fields_set__)
-        _set(envelope, "__pydantic_extra__", None)
-        _set(envelope, "__pydantic_private__", None)
-        return envelope
+        # Same fields, already validated: adopted without a second validation.
+        return _built(typed.__dict__, typed.__pydantic_fields_set__)
+
+
+def _built(fields: dict[str, Any], fields_set: set[str]) -> Envelope:
+    """An Envelope of fields validated already: what model_construct does, minus its
+    per-field default handling, which costs as much as the validation saved."""
+    envelope = _new_envelope(Envelope)
+    _set(envelope, "__dict__", fields)
+    _set(envelope, "__pydantic_fields_set__", fields_set)
+    _set(envelope, "__pydantic_extra__", None)
+    _set(envelope, "__pydantic_private__", None)
+    return envelope
 
 
 _new_envelope = object.__new__

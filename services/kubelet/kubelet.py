@@ -164,7 +164,8 @@ class Kubelet:
         IN_PROGRESS_RESIZES.set_function(lambda: len(self.book.in_progress))
         self._writer: LogWriter
         self._wrote: Callable[[Position], bool] = lambda _: False  # its writer's `own`
-        self.model.on_apply(self._on_apply)
+        # It routes pods by name and keeps a cause at most: the model may adopt payloads.
+        self.model.on_apply(self._on_apply, keeps_payloads=False)
         self.model.on_batch(self._forget_skipped)
 
     def queued_reconciles(self) -> int:

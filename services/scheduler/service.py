@@ -33,7 +33,7 @@ from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.demand import PodDemand, priced_row
-from schemas.envelope import Envelope, EventPayload
+from schemas.envelope import Cause, Envelope, EventPayload
 from schemas.events import NODES, PODS
 from schemas.k8s import Event, EventType, Pod
 from schemas.kubeevents import event_about, occurrence_name, reference
@@ -118,11 +118,12 @@ class Scheduler:
         self.model = model
         self.producer = producer
         self.cache = SchedulerCache()
-        # Pods to try, first come first served, each with the envelope that made it pending.
+        # Pods to try, first come first served, each with the cause (the record) that made it
+        # pending.
         # Only a hint: a pod is re-read from the model when its turn comes.
-        self._queue: dict[str, Envelope | None] = {}  # None: seeded from a snapshot
+        self._queue: dict[str, Cause | None] = {}  # None: seeded from a snapshot
         # Changes that may let parked pods in, in arrival order (duplicates collapse).
-        self._changes: dict[ClusterChange, Envelope] = {}
+        self._changes: dict[ClusterChange, Cause] = {}
         # The unschedulable message last published per pod, until its echo is in the model.
         self._reported: dict[str, str] = {}
         # Whether each pod's resize is Infeasible, as last priced (see _STATUS_ONLY).
@@ -132,7 +133,8 @@ class Scheduler:
         self.partitions: set[int] | None = None
         self._acting = asyncio.Lock()  # held while binding: a revocation waits for it
         self._yielding = False  # a revocation is waiting: stop after the pod in hand
-        model.on_apply(self._observe)
+        # Of a record it keeps its cause, not its payload: the model may adopt payloads.
+        model.on_apply(self._observe, keeps_payloads=False)
         model.on_snapshot(self._seed)
 
     # -- active / standby ------------------------------------------------------------------------
@@ -170,10 +172,10 @@ class Scheduler:
     # -- the read model's records -> cache and work ---------------------------------------------
 
     def _observe(self, record: Record) -> None:
-        envelope = record.envelope
-        payload = envelope.payload
+        payload = record.envelope.payload
+        cause = record.envelope.as_cause()
         if isinstance(payload, ev.PodEvent):
-            changes = self._observe_pod(payload, envelope)
+            changes = self._observe_pod(payload, cause)
         elif isinstance(payload, ev.NodeEvent):
             changes = self._observe_node(payload)
         else:
@@ -182,11 +184,11 @@ class Scheduler:
         # tries every pending pod anyway.
         if self.model.ready.is_set():
             for change in changes:
-                self._changes.setdefault(change, envelope)
+                self._changes.setdefault(change, cause)
         if self._queue or self._changes:
             self._wake.set()
 
-    def _observe_pod(self, payload: ev.PodEvent, envelope: Envelope) -> list[ClusterChange]:
+    def _observe_pod(self, payload: ev.PodEvent, cause: Cause) -> list[ClusterChange]:
         key = pod_key(payload.namespace, payload.name)
         pod: Pod | None = self.model.get("pods", (payload.namespace, payload.name))
         changes: list[ClusterChange | None] = []
@@ -199,11 +201,11 @@ class Scheduler:
         if isinstance(payload, ev.PodEvicted):
             # Failed on its node (KEP-3953 unplug): the node gets the room back.
             changes.append(self.cache.remove_pod(key))
-        changes += self._track(key, pod, envelope, reprice=not isinstance(payload, _STATUS_ONLY))
+        changes += self._track(key, pod, cause, reprice=not isinstance(payload, _STATUS_ONLY))
         return [c for c in changes if c is not None]
 
     def _track(
-        self, key: str, pod: PodLike, cause: Envelope | None, *, reprice: bool
+        self, key: str, pod: PodLike, cause: Cause | None, *, reprice: bool
     ) -> list[ClusterChange | None]:
         """Count `pod` in the cache (priced again only when it may have changed) and queue it
         when it waits for a node."""
@@ -312,7 +314,7 @@ class Scheduler:
         self._gauges()
 
     async def _attempt(
-        self, key: str, cause: Envelope | None, sends: list[asyncio.Future[Position]]
+        self, key: str, cause: Cause | None, sends: list[asyncio.Future[Position]]
     ) -> None:
         namespace, name = key.split("/", 1)
         pod: Pod | None = self.model.get("pods", (namespace, name))
@@ -384,7 +386,7 @@ class Scheduler:
     async def _send(
         self,
         sends: list[asyncio.Future[Position]],
-        cause: Envelope | None,
+        cause: Cause | None,
         *payloads: EventPayload,
     ) -> None:
         for payload in payloads:

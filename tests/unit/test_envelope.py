@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import typing
 import uuid
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 from schemas import events as ev
-from schemas.envelope import Envelope, MalformedEvent, decode
+from schemas.envelope import Envelope, MalformedEvent, UserInfo, decode
 from tests import factories
 
 
@@ -44,6 +45,30 @@ def test_caused_event_inherits_correlation_and_names_its_cause() -> None:
     )
     assert allocated.correlation_id == proposed.correlation_id
     assert allocated.causation_id == proposed.id
+
+
+def test_wrap_builds_what_the_model_validates() -> None:
+    """`wrap` builds the envelope without validating it again: what it builds is what the
+    model validates from the same fields, its time in UTC."""
+    local = datetime(2026, 1, 1, 12, tzinfo=timezone(timedelta(hours=2)))
+    env = Envelope.wrap(
+        ev.ResizeProposed(namespace="default", name="web", uid="u1"),
+        producer="apiserver",
+        time=local,
+        user=UserInfo(username="alice"),
+    )
+    assert env.time == local
+    assert env.time.tzinfo is UTC
+    assert env == Envelope.model_validate(env.model_dump())
+    assert env.model_dump_json() == Envelope.model_validate_json(env.encode()).model_dump_json()
+
+
+def test_wrap_refuses_what_the_model_refuses() -> None:
+    payload = ev.ResizeProposed(namespace="default", name="web", uid="u1")
+    with pytest.raises(ValueError, match="producer"):
+        Envelope.wrap(payload, producer="")
+    with pytest.raises(ValueError, match="timezone"):
+        Envelope.wrap(payload, producer="apiserver", time=datetime(2026, 1, 1))
 
 
 def _mutate(**changes: object) -> bytes:

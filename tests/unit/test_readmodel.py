@@ -114,20 +114,30 @@ async def test_wait_for_wakes_each_writer_when_its_offset_is_applied() -> None:
     assert not model._waiters[tp]
 
 
-def test_payload_objects_are_kept_unless_a_listener_sees_the_records() -> None:
+def test_payload_objects_are_kept_unless_a_listener_keeps_the_records() -> None:
+    """Alone, or heard only by listeners that keep no payloads (the kubelet, the scheduler),
+    a model keeps the payload's objects; a listener that may keep records makes it copy."""
     created = next(e for e in STREAM if e.type == "PodCreated")
     key = (created.payload.namespace, created.payload.name)  # type: ignore[attr-defined]
-    alone = ReadModel(Settings(), role="test", window=0)
-    record = Record(Position(created.topic, 0, 0), created.model_copy(deep=True))
-    alone._apply(record)
+
+    def folded(*keeping: bool) -> tuple[ReadModel, Record]:
+        model = ReadModel(Settings(), role="test", window=0)
+        kept: list[Record] = []
+        for keeps in keeping:
+            model.on_apply(kept.append, keeps_payloads=keeps)
+        record = Record(Position(created.topic, 0, 0), created.model_copy(deep=True))
+        model._apply(record)
+        assert kept == [record] * len(keeping)
+        return model, record
+
+    alone, record = folded()
     assert alone.state.pods[key] is record.envelope.payload.pod  # type: ignore[attr-defined]
-    listened = ReadModel(Settings(), role="test", window=0)
-    kept: list[Record] = []
-    listened.on_apply(kept.append)
-    record = Record(Position(created.topic, 0, 0), created.model_copy(deep=True))
-    listened._apply(record)
-    assert listened.state.pods[key] is not record.envelope.payload.pod  # type: ignore[attr-defined]
-    assert listened.state.pods[key] == alone.state.pods[key]
+    reading, record = folded(False, False)
+    assert reading.state.pods[key] is record.envelope.payload.pod  # type: ignore[attr-defined]
+    for keeping in [(True,), (False, True)]:
+        listened, record = folded(*keeping)
+        assert listened.state.pods[key] is not record.envelope.payload.pod  # type: ignore[attr-defined]
+        assert listened.state.pods[key] == alone.state.pods[key]
 
 
 def test_a_watcher_that_falls_behind_is_told_it_is_closed() -> None:
