@@ -29,6 +29,7 @@ from inplace.core.projection.state import ClusterState
 from inplace.core.projection.warm import Warm
 from inplace.core.store.migrations import check_schema_name
 from schemas import events as ev
+from schemas.base import K8sModel
 from schemas.demand import demand_json
 from schemas.k8s import Event, LimitRange, Node, Pod, ResourceQuota
 from schemas.podview import RESIZE_OPEN_SQL
@@ -83,6 +84,13 @@ class StaleBatch(RuntimeError):
 
 def _json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def _jsonb(model: K8sModel) -> str:
+    """A model's Kubernetes JSON for a jsonb column (which orders keys itself): serialized in
+    one pass, where `_json(model.to_k8s())` builds a dict first (~2.5 times as long)."""
+    raw: bytes = model.__pydantic_serializer__.to_json(model, by_alias=True, exclude_none=True)
+    return raw.decode()
 
 
 class ProjectionStore:
@@ -555,7 +563,7 @@ def _container_rows(pod: Pod) -> list[tuple[Any, ...]]:
                 if st and st.allocated_resources is not None
                 else None
             )
-            actual = st.resources.to_k8s() if st and st.resources is not None else None
+            actual = st.resources if st and st.resources is not None else None
             rows.append(
                 (
                     pod.metadata.namespace,
@@ -563,9 +571,9 @@ def _container_rows(pod: Pod) -> list[tuple[Any, ...]]:
                     c.name,
                     init,
                     is_sidecar(c) if init else False,
-                    _json(c.resources.to_k8s()),
+                    _jsonb(c.resources),
                     _json(allocated) if allocated is not None else None,
-                    _json(actual) if actual is not None else None,
+                    _jsonb(actual) if actual is not None else None,
                     st.restart_count if st else 0,
                 )
             )
@@ -595,7 +603,7 @@ def _event_row(key: tuple[str, str], event: Event) -> tuple[Any, ...]:
         event.type,
         event.count or 1,
         int(event.metadata.resource_version or 0),
-        _json(event.to_k8s()),
+        _jsonb(event),
     )
 
 
