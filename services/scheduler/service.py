@@ -118,9 +118,8 @@ class Scheduler:
         self.model = model
         self.producer = producer
         self.cache = SchedulerCache()
-        # Pods to try, first come first served, each with the cause (the record) that made it
-        # pending.
-        # Only a hint: a pod is re-read from the model when its turn comes.
+        # Pods to try, first come first served, each with the cause of the record that made it
+        # pending (ids only, not the record). A hint: the pod is re-read when its turn comes.
         self._queue: dict[str, Cause | None] = {}  # None: seeded from a snapshot
         # Changes that may let parked pods in, in arrival order (duplicates collapse).
         self._changes: dict[ClusterChange, Cause] = {}
