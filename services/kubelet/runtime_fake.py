@@ -209,9 +209,10 @@ class FakeRuntime:
         return [c for c in self.calls if not methods or c.method in methods]
 
     async def _enter(self, method: str, target: str, **values: object) -> None:
+        # A scale run's runtime has nothing to record, hang, delay or fail: every call of the
+        # usage sampling's rounds (50,000 pods' worth each) returns here.
         if not (self.keep_calls or self._hangs or self._failures or self.latency):
-            return  # a scale run's runtime: nothing to record, hang, delay or fail (every
-            # call of the usage sampling's rounds comes here: 50,000 pods' worth each round)
+            return
         call = Call(method, target, values)
         if self.keep_calls:
             self.calls.append(call)
