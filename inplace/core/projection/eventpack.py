@@ -11,8 +11,7 @@ from schemas.kubeevents import event_about, reference
 
 def event_json(event: Event) -> bytes:
     """An Event's Kubernetes JSON, in one pass."""
-    raw: bytes = event.__pydantic_serializer__.to_json(event, by_alias=True, exclude_none=True)
-    return raw
+    return event.k8s_json()
 
 
 def _typical() -> list[bytes]:

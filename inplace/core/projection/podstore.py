@@ -46,8 +46,7 @@ class _Entry:
 
 def pod_json(pod: Pod) -> bytes:
     """A pod's Kubernetes JSON, in one pass (no intermediate dict)."""
-    raw: bytes = pod.__pydantic_serializer__.to_json(pod, by_alias=True, exclude_none=True)
-    return raw
+    return pod.k8s_json()
 
 
 class PodStore(HeldAsEntries[NsName, Pod]):

@@ -87,10 +87,9 @@ def _json(obj: Any) -> str:
 
 
 def _jsonb(model: K8sModel) -> str:
-    """A model's Kubernetes JSON for a jsonb column (which orders keys itself): serialized in
-    one pass, where `_json(model.to_k8s())` builds a dict first (~2.5 times as long)."""
-    raw: bytes = model.__pydantic_serializer__.to_json(model, by_alias=True, exclude_none=True)
-    return raw.decode()
+    """A model's Kubernetes JSON for a jsonb column (which orders keys itself): `k8s_json`,
+    not `_json(model.to_k8s())`, which builds a dict first."""
+    return model.k8s_json().decode()
 
 
 class ProjectionStore:
