@@ -33,7 +33,7 @@ from inplace.core.observability.metrics import (
 )
 from inplace.core.projection import reducers
 from inplace.core.projection.eventstore import EventStore
-from inplace.core.projection.podstore import NsName, PodStore
+from inplace.core.projection.podstore import NsName, PodForm, PodStore, pod_json
 from inplace.core.projection.reducers import position_of, resource_version
 from inplace.core.projection.snapshot import (
     PROJECTED_TOPICS,
@@ -223,6 +223,7 @@ class ReadModel:
         fetch_wait_ms: int = 0,
         hold_while: Callable[[], bool] | None = None,
         pod_namespaces: PodNamespaces | None = None,
+        pod_form: PodForm = pod_json,
     ) -> None:
         """`window` is how many changes each collection keeps for watch resume; 0 means this
         holder serves no watches (only the apiserver does), so no per-change snapshot of the
@@ -248,6 +249,8 @@ class ReadModel:
         skips other processes' nodes, see `take_pods_on` for taking more later).
         `pod_namespaces`: a snapshot brings only the pods of the namespaces it names from the
         snapshot's other objects (the quota role's; `take_pods_in` takes a namespace's later).
+        `pod_form`: what of a pod the holder keeps once it goes cold (PodStore); whole by
+        default, as GET, watch and the projection need it.
 
         `fetch_wait_ms`: for a role no resize waits on (OFF_PATH_FETCH_WAIT_MS), fewer and
         fuller fetches at up to that much more lag (LogFollower). `hold_while`: hold them
@@ -285,8 +288,9 @@ class ReadModel:
         # Records are decoded for this model alone: unless a listener sees them too
         # (`on_apply`, which may keep them), the state keeps their payloads' objects instead
         # of deep-copying each one (a few copies per resize in the apiserver).
+        self.pod_form = pod_form
         self.state = ClusterState(
-            pods=PodStore(),
+            pods=PodStore(form=pod_form),
             events=EventStore(),
             allocations={} if allocations else None,
             claimed=claimed,
@@ -360,6 +364,7 @@ class ReadModel:
             START_SOURCE.labels(self.role, "log").set(1)
             return {}
         self.state = found.state
+        self.pods.form = self.pod_form  # the rows' pods are whole; what goes cold, in this form
         self.state.adopt_payloads = not any(self._keeping)
         self.state.claimed = self.claimed
         self.from_snapshot = True

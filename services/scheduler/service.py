@@ -43,7 +43,7 @@ from services.scheduler.cache import ClusterChange, SchedulerCache
 from services.scheduler.config import SchedulerConfig
 from services.scheduler.metrics import LEADING
 from services.scheduler.placement import Bound, pending_to_retry, schedule
-from services.scheduler.reads import READS
+from services.scheduler.reads import READS, placed_json
 
 ROLE = "scheduler"
 INPUT_TOPICS = (PODS, NODES)
@@ -397,7 +397,8 @@ class Scheduler:
 
 async def run(settings: Settings, *, host: str, port: int) -> None:
     # Its cache and queue are seeded from the snapshot's objects: start from the projection.
-    # Records of types it does not read are skipped undecoded (reads.py).
+    # Records of types it does not read are skipped undecoded, and of a placed pod gone cold it
+    # keeps the fields it prices (reads.py).
     model = ReadModel(
         settings,
         role=ROLE,
@@ -406,6 +407,7 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         snapshot=True,
         demands=True,
         accept=of_types(READS),
+        pod_form=placed_json,
         fetch_wait_ms=OFF_PATH_FETCH_WAIT_MS,  # binding waits on no read of its own
     )
     producer = EventProducer(

@@ -12,11 +12,16 @@ window's start) and the node it is bound to (which kubelet process serves it).
 
 Every change goes through `store[key] = pod` (the reducers return the object they changed):
 a decoded pod changed in place and not put back keeps its change only while it stays hot.
+
+What a pod leaving the hot set is written down as is the holder's `form`: by default the whole
+pod, as GET serves it; a role that reads a few fields of most pods (the scheduler) keeps only
+those of them, smaller to hold and quicker to decode and write again. The fold stays the same
+(the reducers change a `Pod`, whole or not), and so does every fact beside the JSON.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -49,9 +54,17 @@ def pod_json(pod: Pod) -> bytes:
     return pod.k8s_json()
 
 
+PodForm = Callable[[Pod], bytes]
+"""How a holder writes a pod down: its Kubernetes JSON, whole (`pod_json`) or of the fields
+the holder reads; decoding it must give a `Pod` again."""
+
+
 class PodStore(HeldAsEntries[NsName, Pod]):
-    def __init__(self, hot: int = DEFAULT_HOT, held: int = DEFAULT_HELD) -> None:
+    def __init__(
+        self, hot: int = DEFAULT_HOT, held: int = DEFAULT_HELD, form: PodForm = pod_json
+    ) -> None:
         self._entries: dict[NsName, _Entry] = {}
+        self.form = form
         # The `hot` pods used last, and up to `held` more mid-resize (recent.py).
         self._decoded_pods: RecentObjects[NsName, Pod] = RecentObjects(hot, held, resize_in_flight)
 
@@ -140,15 +153,15 @@ class PodStore(HeldAsEntries[NsName, Pod]):
         return Pod.model_validate_json(raw) if raw is not None else None
 
     def json(self, key: NsName) -> bytes | None:
-        """The pod's JSON, as GET serves it (None: no such pod). Serializes a changed hot pod
-        once and keeps the result."""
+        """The pod's JSON in the holder's form (as GET serves it, by default; None: no such
+        pod). Serializes a changed hot pod once and keeps the result."""
         entry = self._entries.get(key)
         if entry is None:
             return None
         if entry.raw is None:
             decoded = self._decoded(key)
             assert decoded is not None  # no JSON: the decoded pod is newer, and held
-            entry.raw = pod_json(decoded)
+            entry.raw = self.form(decoded)
         return entry.raw
 
     def settle(self, key: NsName, raw: bytes) -> None:
@@ -202,4 +215,4 @@ class PodStore(HeldAsEntries[NsName, Pod]):
         """The pod leaves the decoded ones: serialized, if it changed since its JSON."""
         entry = self._entries.get(key)
         if entry is not None and entry.raw is None:
-            entry.raw = pod_json(pod)
+            entry.raw = self.form(pod)

@@ -5,23 +5,33 @@ from __future__ import annotations
 
 from typing import Any
 
+from inplace.core.bus.consumer import Record
 from inplace.core.bus.headers import Accept, of_types
+from inplace.core.bus.producer import Position
+from inplace.core.projection.podstore import PodForm, PodStore, pod_json
+from inplace.core.projection.state import ClusterState
 from inplace.core.readmodel import ReadModel
 from inplace.core.settings import Settings
+from schemas.k8s import Pod
 from schemas.kubeevents import reference
 from schemas.resources import is_resize_infeasible
 from services.scheduler.cache import pod_demand
 from services.scheduler.placement import schedule
-from services.scheduler.reads import READS, SKIPS
+from services.scheduler.reads import READS, SKIPS, placed_json
 from services.scheduler.service import INPUT_TOPICS, ROLE, Scheduler, _unschedulable_message
 from tests import factories
 
 STREAM = factories.every_type_stream()
 
 
-async def _follow(accept: Accept | None) -> tuple[list[dict[str, Any]], int]:
-    """The scheduler's view after each batch of the stream, and how many records it skipped."""
+async def _follow(
+    accept: Accept | None, form: PodForm | None = None
+) -> tuple[list[dict[str, Any]], int]:
+    """The scheduler's view after each batch of the stream, and how many records it skipped.
+    With a `form`, every pod goes cold after each record and is kept in that form."""
     model = ReadModel(Settings(), role=ROLE, topics=INPUT_TOPICS, window=0)
+    if form is not None:
+        model.state.pods = PodStore(hot=1, held=0, form=form)
     scheduler = Scheduler(model, producer=None)  # type: ignore[arg-type]
     model.ready.set()  # live: the changes that retry parked pods are recorded too
     views, skipped = [], 0
@@ -80,3 +90,34 @@ async def test_the_filtered_scheduler_decides_as_if_it_read_everything() -> None
     for at, (expected, actual) in enumerate(zip(full, filtered, strict=True)):
         for part in expected:
             assert actual[part] == expected[part], f"{part} after batch {at}"
+
+
+async def test_placed_pods_kept_in_part_price_and_fold_as_whole_ones() -> None:
+    """Every pod going cold after every record: placed ones kept as `placed_json` writes them
+    (a fraction of the pod), pending ones whole; the scheduler decides the same throughout."""
+    whole, _ = await _follow(of_types(READS))
+    kept, _ = await _follow(of_types(READS), placed_json)
+    assert whole[-1]["placed"] and whole[-1]["pending"]  # not vacuous
+    for at, (expected, actual) in enumerate(zip(whole, kept, strict=True)):
+        for part in expected:
+            assert actual[part] == expected[part], f"{part} after batch {at}"
+
+
+def test_a_placed_pod_is_kept_in_part_and_a_pending_one_whole() -> None:
+    state = ClusterState()
+    for offset, env in enumerate(factories.cluster_stream(pods=2, resizes_per_pod=1, nodes=1)):
+        state.apply(Record(Position(env.topic, 0, offset), env))
+    placed = next(p for p in state.pods.values() if p.status.phase == "Running")
+    placed.metadata.labels = {"app": "web"}
+    pending = placed.model_copy(deep=True)
+    pending.spec.node_name = None
+    assert placed_json(pending) == pod_json(pending)
+    kept = Pod.model_validate_json(placed_json(placed))
+    assert placed.status.conditions and placed.status.container_statuses
+    placed.status.container_statuses[0].image_id = "registry.k8s.io/pause@sha256:6f73"
+    assert kept.metadata.labels is None and kept.status.conditions is None
+    assert kept.status.container_statuses and not kept.status.container_statuses[0].image_id
+    assert len(placed_json(placed)) < len(pod_json(placed))
+    assert (kept.spec.node_name, kept.status.phase) == (placed.spec.node_name, "Running")
+    assert kept.metadata.resource_version == placed.metadata.resource_version
+    assert pod_demand(kept) == pod_demand(placed)
