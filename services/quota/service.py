@@ -14,6 +14,7 @@ from inplace.core.readmodel import OFF_PATH_FETCH_WAIT_MS, ReadModel
 from inplace.core.service import RoleServer
 from inplace.core.settings import Settings
 from schemas.events import PODS, POLICY
+from schemas.podview import resource_json
 from services.quota.namespaces import NamespacePods, quota_namespaces
 from services.quota.reads import READS
 from services.quota.status import QuotaStatus
@@ -37,6 +38,7 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         snapshot=True,
         accept=namespaces.accept,
         pod_namespaces=quota_namespaces,  # a snapshot brings just theirs
+        pod_form=resource_json,  # of a pod gone cold, the fields it charges for
         # Fewer, fuller fetches while no review waits on it (the webhook hurries the model).
         fetch_wait_ms=OFF_PATH_FETCH_WAIT_MS,
     )

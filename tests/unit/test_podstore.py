@@ -12,7 +12,7 @@ from inplace.core.projection.podstore import PodStore, pod_json
 from inplace.core.projection.state import ClusterState
 from schemas.envelope import Envelope
 from schemas.k8s import Pod
-from schemas.podview import PodResources
+from schemas.podview import PodResources, controller_kind, resource_json
 from schemas.resources import is_resize_infeasible, pod_limits, pod_requests, qos_class
 from services.quota.totals import charge
 from services.scheduler.cache import pod_demand
@@ -104,6 +104,27 @@ def test_views_read_every_pod_as_the_rules_read_the_whole_pod() -> None:
             assert pod_requests(view, source=source) == pod_requests(pod, source=source), key
         for source in ("spec", "actual", "max"):
             assert pod_limits(view, source=source) == pod_limits(pod, source=source), key
+
+
+def test_a_pod_kept_as_its_resource_fields_is_read_as_the_whole_pod() -> None:
+    """`resource_json` (the form of a holder that prices pods) keeps every field the resource
+    view reads but the conditions, whose PodResizePending follows status.resize; every
+    resource rule gives on the pod decoded from it what it gives on the whole pod."""
+    state = _fold(ClusterState(), [*factories.every_type_stream(), *factories.scoped_pods_stream()])
+    assert state.pods
+    for key, pod in state.pods.items():
+        kept = Pod.model_validate_json(resource_json(pod))
+        assert len(resource_json(pod)) < len(pod_json(pod)), key
+        whole_view = PodResources.model_validate_json(pod_json(pod))
+        kept_view = PodResources.model_validate_json(resource_json(pod))
+        whole_view.status.conditions = None
+        assert kept_view == whole_view, key
+        assert charge(kept) == charge(pod), key
+        assert pod_demand(kept) == pod_demand(pod), key
+        assert qos_class(kept) == qos_class(pod), key
+        assert is_resize_infeasible(kept) == is_resize_infeasible(pod), key
+        assert kept.spec.containers[0].image == pod.spec.containers[0].image, key
+        assert controller_kind(kept) == controller_kind(pod), key
 
 
 def test_a_private_copy_is_the_pod_as_it_is_now_and_shared_with_nobody() -> None:

@@ -233,11 +233,11 @@ def reduce_pod(
         if payload.pod_resources is not None:
             status.allocated_resources = dict(payload.pod_resources.requests or {})
         if payload.actuated is not None:
-            _applied(pod, status, payload.actuated, adopt)
+            _applied(pod, payload.actuated, adopt)
         if payload.resize_status is not None:
             _set_resize(pod, when, payload, payload.resize_status)
     elif isinstance(payload, ev.Actuated):
-        _applied(pod, status, payload, adopt)
+        _applied(pod, payload, adopt)
         if payload.resize_status is not None:
             _set_resize(pod, when, payload, payload.resize_status)
     elif isinstance(payload, ev.PodBound):
@@ -289,16 +289,14 @@ def reduce_pod(
     return pod
 
 
-def _applied(
-    pod: Pod, status: PodStatus, applied: ev.Actuated | ev.AppliedResources, adopt: bool
-) -> None:
+def _applied(pod: Pod, applied: ev.Actuated | ev.AppliedResources, adopt: bool) -> None:
     """The resources the runtime applied, as the pod's status reports them (KEP-2273)."""
     for actuals, init in ((applied.containers, False), (applied.init_containers, True)):
         for actual in actuals:
             cs = _container_status(pod, actual.name, init=init)
             cs.resources = _take(actual.resources, adopt)
     if applied.pod_resources is not None:
-        status.resources = _take(applied.pod_resources, adopt)
+        pod.status.resources = _take(applied.pod_resources, adopt)
 
 
 def observed_generation(pod: Pod, payload: ev.KubeletPodEvent) -> int:

@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from inplace.core.bus.headers import Accept, of_types
+from inplace.core.projection.podstore import PodForm, PodStore
 from inplace.core.readmodel import ReadModel
 from inplace.core.settings import Settings
 from schemas.admission import AdmissionRequest, GroupVersionKind
+from schemas.podview import resource_json
 from services.quota.reads import READS, SKIPS
 from services.quota.service import INPUT_TOPICS, ROLE
 from services.quota.status import QuotaStatus
@@ -69,9 +71,14 @@ async def _view(model: ReadModel, webhook: QuotaWebhook, status: QuotaStatus) ->
     }
 
 
-async def _follow(accept: Accept | None) -> tuple[list[dict[str, Any]], int]:
-    """Quota's view after each batch of the stream, and how many records it skipped."""
+async def _follow(
+    accept: Accept | None, form: PodForm | None = None
+) -> tuple[list[dict[str, Any]], int]:
+    """Quota's view after each batch of the stream, and how many records it skipped. With a
+    `form`, every pod goes cold after each record and is kept in that form."""
     model = ReadModel(Settings(), role=ROLE, topics=INPUT_TOPICS, window=0)
+    if form is not None:
+        model.state.pods = PodStore(hot=1, held=0, form=form)
     webhook = QuotaWebhook(model)
     status = QuotaStatus(model, producer=None)  # type: ignore[arg-type]
     model.ready.set()
@@ -95,5 +102,16 @@ async def test_the_filtered_quota_role_counts_and_admits_as_if_it_read_everythin
     assert {a["allowed"] for view in full for a in view["admissions"]} == {True, False}
     assert len(filtered) == len(full)
     for at, (expected, actual) in enumerate(zip(full, filtered, strict=True)):
+        for part in expected:
+            assert actual[part] == expected[part], f"{part} after batch {at}"
+
+
+async def test_pods_kept_as_their_resource_fields_count_and_admit_as_whole_ones() -> None:
+    """Every pod going cold after every record, kept as `resource_json` writes it (the quota
+    role's form): the same usage, statuses to publish and admission answers throughout."""
+    whole, _ = await _follow(of_types(READS))
+    kept, _ = await _follow(of_types(READS), resource_json)
+    assert whole[-1]["quota_used"] and whole[-1]["to_publish"]["team-a"]  # not vacuous
+    for at, (expected, actual) in enumerate(zip(whole, kept, strict=True)):
         for part in expected:
             assert actual[part] == expected[part], f"{part} after batch {at}"
