@@ -11,7 +11,7 @@ import ssl
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +202,20 @@ async def wait_caught_up(
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"projection not caught up: {stored} vs {target}")
         await asyncio.sleep(0.2)
+
+
+async def project_log(
+    settings: Settings,
+    producer: EventProducer,
+    projector: RoleProcess,
+    history: Sequence[Envelope],
+) -> None:
+    """Publish `history`, then run the projector until the projection holds everything on
+    the log and stop it: a snapshot for a role to start from."""
+    await producer.publish_many(list(history))
+    projector.start()
+    await wait_caught_up(settings, projector)
+    projector.stop()
 
 
 @pytest.fixture

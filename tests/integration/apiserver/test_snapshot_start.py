@@ -16,8 +16,8 @@ from tests import factories
 from tests.integration.conftest import (
     RoleProcess,
     end_offsets,
+    project_log,
     projected_offsets,
-    wait_caught_up,
 )
 
 pytestmark = pytest.mark.integration
@@ -45,10 +45,7 @@ async def test_restart_reads_only_the_log_after_the_projection(
     settings: Settings, producer: EventProducer, projector: RoleProcess, tmp_path: Path
 ) -> None:
     history = list(factories.cluster_stream(pods=120, resizes_per_pod=4, nodes=6))
-    await producer.publish_many(history)
-    projector.start()
-    await wait_caught_up(settings, projector)
-    projector.stop()
+    await project_log(settings, producer, projector, history)
     snapshot_at = sum((await projected_offsets(settings)).values())
     tail = [
         Envelope.wrap(

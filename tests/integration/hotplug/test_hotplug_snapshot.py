@@ -10,7 +10,7 @@ import pytest
 from inplace.core.bus.producer import EventProducer
 from inplace.core.settings import Settings
 from tests import factories
-from tests.integration.conftest import RoleProcess, metric, wait_caught_up
+from tests.integration.conftest import RoleProcess, metric, project_log
 
 pytestmark = pytest.mark.integration
 
@@ -19,10 +19,7 @@ async def test_started_from_the_projection_it_holds_no_pods(
     settings: Settings, producer: EventProducer, projector: RoleProcess, tmp_path: Path
 ) -> None:
     history = list(factories.cluster_stream(pods=40, resizes_per_pod=1, nodes=4))
-    await producer.publish_many(history)
-    projector.start()
-    await wait_caught_up(settings, projector)
-    projector.stop()
+    await project_log(settings, producer, projector, history)
     folded = factories.fold(*(e.payload for e in history))
     assert folded.pods and folded.nodes
     others = (

@@ -19,9 +19,9 @@ from tests import factories
 from tests.integration.conftest import (
     RoleProcess,
     end_offsets,
+    project_log,
     projected_offsets,
     until,
-    wait_caught_up,
 )
 
 pytestmark = pytest.mark.integration
@@ -73,14 +73,9 @@ async def test_kubelet_restarts_from_the_projection_and_reads_only_the_tail(
 ) -> None:
     # 12 pods on 3 nodes, 40 resize flows each: every pod Running with an allocation; then a
     # resize of web-2 that no kubelet has answered yet, folded into the projection.
-    await producer.publish_many(
-        list(factories.cluster_stream(pods=12, resizes_per_pod=40, nodes=3))
-    )
     asked = _proposed("web-2", "50m")
-    await producer.publish(asked)
-    projector.start()
-    await wait_caught_up(settings, projector)
-    projector.stop()
+    written = [*factories.cluster_stream(pods=12, resizes_per_pod=40, nodes=3), asked]
+    await project_log(settings, producer, projector, written)
     mine = {settings.topic(ev.PODS), settings.topic(ev.NODES)}
     snapshot = {k: v for k, v in (await projected_offsets(settings)).items() if k[0] in mine}
     history = sum(snapshot.values())
