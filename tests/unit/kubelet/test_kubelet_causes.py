@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from inplace.core.bus.consumer import Record
+from inplace.core.bus.producer import Position
 from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.envelope import Envelope
@@ -43,3 +45,13 @@ async def test_a_resize_stays_the_cause_when_the_node_lifecycle_marks_the_pod() 
         pass
     cause = kubelet.causes["team-a/web"]
     assert (cause.id, cause.correlation_id) == (proposed.id, "resize-1")
+
+
+async def test_its_read_model_keeps_the_decoded_payloads_objects() -> None:
+    """The kubelet keeps causes, not records, so its model folds the payload's own pod in
+    instead of a deep copy of it."""
+    kubelet = Kubelet(Settings(), FakeRuntime(), KubeletConfig(nodes=0))
+    created = ev.PodCreated(**IDS, pod=factories.pod("team-a", "web"))
+    env = Envelope.wrap(created, producer="apiserver")
+    kubelet.model._apply(Record(Position(env.topic, 0, 0), env))
+    assert kubelet.model.get("pods", ("team-a", "web")) is created.pod

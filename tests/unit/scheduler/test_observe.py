@@ -147,3 +147,14 @@ def test_pods_storing_the_same_demand_are_each_counted_at_a_start(
     assert requested[NODE]["cpu"] == 3000
     assert {node for node, _ in placed.values()} == {NODE} and len(placed) == 3
     assert seeded._infeasible == {f"{NS}/web-{i}": False for i in range(3)}
+
+
+def test_its_read_model_keeps_the_decoded_payloads_objects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The scheduler keeps causes, not records, so its model folds the payload's own pod in
+    instead of a deep copy of it."""
+    feed = _Feed(monkeypatch)
+    created = ev.PodCreated(namespace=NS, name=NAME, uid=UID, pod=factories.pod(NS, NAME))
+    feed(created)
+    assert feed.model.get("pods", (NS, NAME)) is created.pod
