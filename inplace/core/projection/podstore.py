@@ -14,9 +14,10 @@ Every change goes through `store[key] = pod` (the reducers return the object the
 a decoded pod changed in place and not put back keeps its change only while it stays hot.
 
 What a pod leaving the hot set is written down as is the holder's `form`: by default the whole
-pod, as GET serves it; a role that reads a few fields of most pods (the scheduler) keeps only
-those of them, smaller to hold and quicker to decode and write again. The fold stays the same
-(the reducers change a `Pod`, whole or not), and so does every fact beside the JSON.
+pod, as GET serves it; a role that reads a few fields of most pods (the scheduler, quota)
+keeps only those of them, smaller to hold and quicker to decode and write again. The fold
+stays the same (the reducers change a `Pod`, whole or not), and so does every fact beside
+the JSON.
 """
 
 from __future__ import annotations
