@@ -560,6 +560,17 @@ def assert_every_type_decided(
     assert on_topics <= {env.type for env in stream}
 
 
+def assert_same_views(
+    expected: Sequence[Mapping[str, Any]], actual: Sequence[Mapping[str, Any]]
+) -> None:
+    """Two readers of one stream saw the same after every batch (`feed`), part by part: a
+    difference names its part and batch."""
+    assert len(actual) == len(expected)
+    for at, (want, got) in enumerate(zip(expected, actual, strict=True)):
+        for part in want:
+            assert got[part] == want[part], f"{part} after batch {at}"
+
+
 def kube_event(namespace: str, pod_name: str) -> object:
     from schemas.k8s import Event
 
