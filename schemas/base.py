@@ -23,6 +23,7 @@ from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 from pydantic.alias_generators import to_camel
+from pydantic.main import IncEx
 
 from schemas.quantity import Quantity
 
@@ -56,9 +57,12 @@ class K8sModel(BaseModel):
         """The object as Kubernetes JSON: camelCase names, unset (None) fields omitted."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
-    def k8s_json(self) -> bytes:
-        """`to_k8s` as JSON text, in one pass: no intermediate dict (~2.5 times as fast)."""
-        raw: bytes = self.__pydantic_serializer__.to_json(self, by_alias=True, exclude_none=True)
+    def k8s_json(self, include: IncEx | None = None) -> bytes:
+        """`to_k8s` as JSON text, in one pass: no intermediate dict (~2.5 times as fast);
+        `include`: only those fields (pydantic's nested include)."""
+        raw: bytes = self.__pydantic_serializer__.to_json(
+            self, by_alias=True, exclude_none=True, include=include
+        )
         return raw
 
     @classmethod

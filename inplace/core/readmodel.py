@@ -293,7 +293,6 @@ class ReadModel:
         # Records are decoded for this model alone: unless a listener sees them too
         # (`on_apply`, which may keep them), the state keeps their payloads' objects instead
         # of deep-copying each one (a few copies per resize in the apiserver).
-        self.pod_form = pod_form
         self.state = ClusterState(
             pods=PodStore(form=pod_form),
             events=EventStore(),
@@ -371,8 +370,9 @@ class ReadModel:
             log.warning("%s: no snapshot (%s): reading the log from offset 0", self.role, found)
             START_SOURCE.labels(self.role, "log").set(1)
             return {}
+        form = self.pods.form  # the rows' pods are whole; what goes cold keeps this form
         self.state = found.state
-        self.pods.form = self.pod_form  # the rows' pods are whole; what goes cold, in this form
+        self.pods.form = form
         self.state.adopt_payloads = not any(self._keeping)
         self.state.claimed = self.claimed
         self.from_snapshot = True
