@@ -20,6 +20,7 @@ __all__ = [
     "last_written",
     "occurrence_name",
     "reference",
+    "reference_key",
 ]
 
 # events/v1 refuses notes over 1 KiB; the recorders cut them there.
@@ -39,15 +40,18 @@ SIMILAR_WITHIN_S = 600.0
 COMBINED = "(combined from similar events): "
 
 
-def reference(kind: str, meta: ObjectMeta, api_version: str = "v1") -> ObjectReference:
-    """The involvedObject for an object with this metadata."""
+def reference(
+    kind: str, meta: ObjectMeta, api_version: str = "v1", *, versioned: bool = True
+) -> ObjectReference:
+    """The involvedObject for an object with this metadata; `versioned=False` leaves out its
+    resourceVersion (the kubelet's references to pods name no version)."""
     return ObjectReference(
         kind=kind,
         api_version=api_version,
         namespace=meta.namespace,
         name=meta.name or "",
         uid=meta.uid,
-        resource_version=meta.resource_version,
+        resource_version=meta.resource_version if versioned else None,
     )
 
 
@@ -130,7 +134,11 @@ class SpamFilter:
 
 def involved_key(event: Event) -> str:
     """The object an Event is about, as the correlator's and spam filter's keys name it."""
-    involved = event.involved_object
+    return reference_key(event.involved_object)
+
+
+def reference_key(involved: ObjectReference) -> str:
+    """`involved_key` of an Event about `involved`, before the Event is built."""
     return f"{involved.kind}/{involved.namespace}/{involved.name}/{involved.uid}"
 
 
@@ -162,8 +170,32 @@ class Correlator:
     def correlate(self, event: Event, now: float, wall: datetime | None = None) -> Event:
         """`event` as the recorder writes it: named, perhaps combined. `now`: monotonic
         seconds; `wall`: the time its name is made of (now, by default)."""
-        similar = (involved_key(event), event.type or "", event.reason or "")
-        message = event.message or ""
+        name, message = self.name(
+            involved_key(event),
+            event.involved_object.name or "",
+            event.type or "",
+            event.reason or "",
+            event.message or "",
+            now,
+            wall,
+        )
+        meta = event.metadata.model_copy(update={"name": name})
+        return event.model_copy(update={"metadata": meta, "message": message})
+
+    def name(
+        self,
+        involved: str,
+        object_name: str,
+        type_: str,
+        reason: str,
+        message: str,
+        now: float,
+        wall: datetime | None = None,
+    ) -> tuple[str, str]:
+        """What `correlate` decides, from the Event's fields before it is built (a writer
+        that builds it once, with them): its name and its message. `involved`: its
+        `involved_key`; `object_name`: its involvedObject's name."""
+        similar = (involved, type_, reason)
         seen, last = self._similar.pop(similar, (set(), now))
         if now - last > SIMILAR_WITHIN_S:
             seen = set()
@@ -175,14 +207,13 @@ class Correlator:
         self._similar[similar] = (seen, now)
         found = self._names.pop(key, None)
         if found is None or now - found[1] > SIMILAR_WITHIN_S:
-            name = occurrence_name(event.involved_object.name or "", wall or datetime.now(UTC))
+            name = occurrence_name(object_name, wall or datetime.now(UTC))
         else:
             name = found[0]
         self._names[key] = (name, now)
         self._forget(self._similar, now)
         self._forget(self._names, now)
-        meta = event.metadata.model_copy(update={"name": name})
-        return event.model_copy(update={"metadata": meta, "message": message})
+        return name, message
 
     def _forget(self, cache: OrderedDict[Any, tuple[Any, float]], now: float) -> None:
         """Drop the least recent entries past the bound or unseen for 10 minutes."""

@@ -28,11 +28,18 @@ from schemas.k8s import (
     RESOURCE_MEMORY,
     Event,
     EventType,
-    ObjectMeta,
     Pod,
     ResourceList,
 )
-from schemas.kubeevents import Correlator, SpamFilter, event_about, involved_key, reference
+from schemas.kubeevents import (
+    MAX_MESSAGE,
+    Correlator,
+    SpamFilter,
+    event_about,
+    involved_key,
+    reference,
+    reference_key,
+)
 from schemas.nodeswap import planning_capacity
 from schemas.quantity import Quantity
 from services.kubelet.actuation import (
@@ -466,11 +473,20 @@ class NodeAgent:
         self, pod: Pod, reason: str, message: str, kind: EventType
     ) -> ev.KubeEventRecorded | None:
         """The Event to write, or None when the spam filter holds it back (schemas.kubeevents:
-        25 about one pod, then one every 5 minutes, as a kubelet's recorder allows)."""
+        25 about one pod, then one every 5 minutes, as a kubelet's recorder allows). Named by
+        this node's recorder first, then built once (two an accepted resize)."""
         meta = pod.metadata
+        involved = reference("Pod", meta, versioned=False)
+        key = reference_key(involved)
+        now = time.monotonic()
+        name, message = self.recorder.name(
+            key, meta.name or "", kind, reason, message[:MAX_MESSAGE], now
+        )
+        if not self._allowed(key, now):
+            return None
         event = event_about(
-            reference("Pod", ObjectMeta(name=meta.name, namespace=meta.namespace, uid=meta.uid)),
-            name="",  # the recorder names it
+            involved,
+            name=name,
             namespace=meta.namespace,
             reason=reason,
             message=message,
@@ -479,18 +495,21 @@ class NodeAgent:
             instance=self.name,
             host=self.name,
         )
-        recorded = self._record(event)
-        return None if recorded is None else ev.KubeEventRecorded(event=recorded)
+        return ev.KubeEventRecorded(event=event)
 
     def _record(self, event: Event) -> Event | None:
         """`event` as this node's recorder writes it (client-go's correlator: named by its
         first occurrence, aggregated), or None when its spam filter holds it back."""
         now = time.monotonic()
         recorded = self.recorder.correlate(event, now)
-        if not self.spam.allow(involved_key(event), now):
-            EVENTS_SPAM_FILTERED.inc()
-            return None
-        return recorded
+        return recorded if self._allowed(involved_key(event), now) else None
+
+    def _allowed(self, key: str, now: float) -> bool:
+        """Does the spam filter let an Event about `key` by (counted when it does not)?"""
+        if self.spam.allow(key, now):
+            return True
+        EVENTS_SPAM_FILTERED.inc()
+        return False
 
     @staticmethod
     def _ids(pod: Pod) -> dict[str, str]:

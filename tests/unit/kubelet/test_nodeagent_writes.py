@@ -5,6 +5,8 @@ round trip (what reads the pod's status in between sends it first: test_nodeagen
 from __future__ import annotations
 
 from schemas import events as ev
+from schemas.k8s import ObjectMeta
+from schemas.kubeevents import Correlator, event_about, reference
 from services.kubelet.heldallocation import HOLD_FOR_ACTUATION_S
 from services.kubelet.runtime_fake import FakeRuntime
 from tests.unit.kubelet.agentworld import agent_on_node, resize, start, until
@@ -70,3 +72,38 @@ async def test_a_slow_runtime_gets_the_allocation_sent_before_it_applies() -> No
         assert allocated.resize_status == ev.ResizeStatusUpdate(resize="InProgress")
         assert isinstance(actuated, ev.Actuated)
         assert actuated.resize_status == ev.ResizeStatusUpdate(resize=None)
+
+
+async def test_a_resize_event_is_the_one_its_recorder_would_make_of_it() -> None:
+    """The agent names an Event with its recorder and builds it once (nodeagent._event_of):
+    the same Event as building it unnamed and correlating it, the reference without a
+    resourceVersion, as a kubelet's references to pods are."""
+    async with agent_on_node() as (cluster, _):
+        await start(cluster, "web", "1")
+        cluster.settled.clear()
+        cluster.apply(resize("web", "2"))
+        await until(lambda: cluster.pod("web").status.resize is None, "completed")
+        written = [
+            p.event for b in cluster.settled for p in b if isinstance(p, ev.KubeEventRecorded)
+        ]
+        pod = cluster.pod("web")
+        meta = pod.metadata
+        for event in written:
+            unnamed = event_about(
+                reference(
+                    "Pod", ObjectMeta(name=meta.name, namespace=meta.namespace, uid=meta.uid)
+                ),
+                name="",
+                namespace=meta.namespace,
+                reason=event.reason or "",
+                message=event.message or "",
+                type_=event.type or "Normal",
+                component="kubelet",
+                instance="n1",
+                host="n1",
+            )
+            expected = Correlator().correlate(unnamed, 0.0)
+            assert event.involved_object.resource_version is None
+            assert event.metadata.name and event.metadata.name.startswith("web.")
+            assert event.model_copy(update={"metadata": expected.metadata}) == expected
+        assert [e.reason for e in written] == ["ResizeStarted", "ResizeCompleted"]
