@@ -15,6 +15,8 @@ A view is for reading: a role that changes a pod, or needs fields not here, deco
 
 from __future__ import annotations
 
+from typing import Final
+
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from pydantic.main import IncEx
@@ -35,6 +37,7 @@ from schemas.k8s import (
 
 __all__ = [
     "RESOURCE_FIELDS",
+    "TERMINAL_PHASES",
     "ContainerView",
     "ObjectMetaView",
     "PodHealth",
@@ -45,6 +48,7 @@ __all__ = [
     "PodSpecView",
     "PodStatusView",
     "controller_kind",
+    "is_terminal",
     "pod_ready",
     "resource_json",
 ]
@@ -236,6 +240,16 @@ class PodHealth(_View):
 PodLike = Pod | PodResources
 # What the disruption rules read: a whole pod, or its health fields.
 PodHealthLike = Pod | PodHealth
+
+
+# podutil.IsPodPhaseTerminal: a pod in these phases has ended and never runs again.
+TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
+
+
+def is_terminal(pod: PodLike | PodHealthLike) -> bool:
+    """podutil.IsPodTerminal: the pod has ended (Succeeded or Failed); it holds nothing on
+    its node, counts toward no quota or replicas, and its kubelet lets it go."""
+    return pod.status.phase in TERMINAL_PHASES
 
 
 def pod_ready(pod: PodHealthLike) -> bool:

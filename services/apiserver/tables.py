@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from schemas.podview import TERMINAL_PHASES
 from schemas.quantity import Quantity
 
 __all__ = [
@@ -296,7 +297,7 @@ def _print_pod(pod: Obj, now: datetime) -> Cells:
 
     if meta.get("deletionTimestamp") and status.get("reason") == "NodeLost":
         reason = "Unknown"
-    elif meta.get("deletionTimestamp") and phase not in ("Succeeded", "Failed"):
+    elif meta.get("deletionTimestamp") and phase not in TERMINAL_PHASES:
         reason = "Terminating"
 
     restarts_text = str(restarts)

@@ -41,6 +41,7 @@ from schemas.kubeevents import (
     reference_key,
 )
 from schemas.nodeswap import planning_capacity
+from schemas.podview import is_terminal
 from schemas.quantity import Quantity
 from services.kubelet.actuation import (
     Blocked,
@@ -394,7 +395,7 @@ class NodeAgent:
             for pod, allocated in allocations
             if allocated is not None
             and pod.spec.node_name == self.name
-            and pod.status.phase not in ("Succeeded", "Failed")
+            and not is_terminal(pod)
             and pod_key(pod) not in self.pods  # re-admitted before a stop cut this short
         ]
         self._checkpoint = self._checkpoint.with_pods(back)
@@ -630,11 +631,7 @@ class NodeAgent:
 
     async def reconcile(self, key: str) -> None:
         pod = self._live(key)
-        mine = (
-            pod is not None
-            and pod.spec.node_name == self.name
-            and pod.status.phase not in ("Succeeded", "Failed")
-        )
+        mine = pod is not None and pod.spec.node_name == self.name and not is_terminal(pod)
         if pod is None or not mine:
             if self.checkpoint.allocated(key) is not None:
                 await self._release(key)

@@ -29,7 +29,7 @@ from schemas.k8s import (
     ResourceList,
     ResourceQuota,
 )
-from schemas.podview import PodLike
+from schemas.podview import PodLike, is_terminal
 from schemas.quantity import ZERO, Quantity
 from schemas.resources import (
     add,
@@ -119,7 +119,7 @@ def is_charged(pod: PodLike, now: datetime | None = None) -> bool:
     A terminal pod holds nothing; a pod stuck terminating past its grace period (its node is
     lost) must not block the replacement its owner is trying to create.
     """
-    if pod.status.phase in ("Succeeded", "Failed"):
+    if is_terminal(pod):
         return False
     meta = pod.metadata
     if now is not None and meta.deletion_timestamp is not None:

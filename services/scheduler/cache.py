@@ -30,7 +30,7 @@ from schemas.demand import (
     pod_demand,
 )
 from schemas.k8s import RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS, Node, Pod
-from schemas.podview import PodLike
+from schemas.podview import PodLike, is_terminal
 from schemas.resources import is_resize_infeasible
 from services.scheduler.nodeaffinity import (
     DEFAULT_PLACEMENT,
@@ -248,11 +248,6 @@ class _Placed:
     demand: PodDemand
 
 
-def _is_terminal(pod: PodLike) -> bool:
-    # A finished pod holds nothing on its node any more.
-    return pod.status.phase in ("Succeeded", "Failed")
-
-
 class SchedulerCache:
     """Nodes, the pods placed on them (as demands) and the pods waiting to be placed."""
 
@@ -334,7 +329,7 @@ class SchedulerCache:
         """
         key = pod_key(pod)
         node_name = pod.spec.node_name
-        if _is_terminal(pod):
+        if is_terminal(pod):
             return self.remove_pod(key)
         if node_name is None:
             return self._update_pending(key, pod)

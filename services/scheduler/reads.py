@@ -18,7 +18,7 @@ from __future__ import annotations
 from inplace.core.projection.podstore import pod_json
 from schemas import events as ev
 from schemas.k8s import Pod
-from schemas.podview import resource_json
+from schemas.podview import is_terminal, resource_json
 
 READS: frozenset[str] = frozenset(
     {
@@ -54,6 +54,6 @@ def placed_json(pod: Pod) -> bytes:
     """What the scheduler keeps of a pod that goes cold (its read model's `pod_form`): the
     resource fields of a pod placed and still running (schemas.demand prices those), every
     field of any other."""
-    if pod.spec.node_name is None or pod.status.phase in ("Succeeded", "Failed"):
+    if pod.spec.node_name is None or is_terminal(pod):
         return pod_json(pod)
     return resource_json(pod)

@@ -37,7 +37,7 @@ from schemas.envelope import Cause, Envelope, EventPayload
 from schemas.events import NODES, PODS
 from schemas.k8s import Event, EventType, Pod
 from schemas.kubeevents import event_about, occurrence_name, reference
-from schemas.podview import PodLike
+from schemas.podview import PodLike, is_terminal
 from schemas.resources import is_resize_infeasible
 from services.scheduler.cache import ClusterChange, SchedulerCache
 from services.scheduler.config import SchedulerConfig
@@ -71,10 +71,6 @@ PENDING_PODS = Gauge("scheduler_pending_pods", "Pods waiting to be scheduled, by
 def pod_key(namespace: str, name: str) -> str:
     """`namespace/name`: the `pods` topic key, and the SchedulerCache's key."""
     return f"{namespace}/{name}"
-
-
-def _is_terminal(pod: PodLike) -> bool:
-    return pod.status.phase in ("Succeeded", "Failed")
 
 
 def _unschedulable_message(pod: Pod) -> str | None:
@@ -214,7 +210,7 @@ class Scheduler:
         self._infeasible[key] = infeasible
         if flipped or reprice:
             changes.append(self.cache.upsert_pod(pod))
-        if pod.spec.node_name is not None or _is_terminal(pod):
+        if pod.spec.node_name is not None or is_terminal(pod):
             self._queue.pop(key, None)
             self._reported.pop(key, None)
         elif (
@@ -320,7 +316,7 @@ class Scheduler:
         if (
             pod is None
             or pod.spec.node_name is not None
-            or _is_terminal(pod)
+            or is_terminal(pod)
             or self.cache.placed_node(key) is not None
         ):
             return  # level-triggered: only a pod pending now is scheduled

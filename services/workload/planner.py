@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from schemas.k8s import ObjectMeta, OwnerReference, Pod
-from schemas.podview import pod_ready
+from schemas.podview import is_terminal, pod_ready
 from schemas.workload import (
     API_VERSION,
     KIND,
@@ -106,7 +106,7 @@ def owned(cs: CloneSet, pods: list[Pod]) -> list[Pod]:
 def active(pods: list[Pod]) -> list[Pod]:
     """Pods that count toward replicas (ReplicaSet's FilterActivePods): a Failed pod (evicted
     by a hot unplug) or a Succeeded one is replaced, and left for the user (or pod GC)."""
-    return [p for p in pods if p.status.phase not in ("Succeeded", "Failed")]
+    return [p for p in pods if not is_terminal(p)]
 
 
 def new_pod(cs: CloneSet, template: PodTemplateSpec, revision: str) -> Pod:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from inplace.core.bus.consumer import Record
 from schemas import events as ev
+from schemas.podview import TERMINAL_PHASES
 from schemas.quantity import Quantity
 
 FREEING = (ev.PodDeleted, ev.PodEvicted, ev.Allocated, ev.PodPhaseChanged, ev.NodeCapacityChanged)
@@ -197,7 +198,7 @@ def _freeing(record: Record, holder: str) -> Step | None:
         return Step(**at, text=f"{holder} was deleted")
     if isinstance(payload, ev.PodEvicted):
         return Step(**at, text=f"{holder} was evicted ({payload.reason})")
-    if isinstance(payload, ev.PodPhaseChanged) and payload.phase in ("Succeeded", "Failed"):
+    if isinstance(payload, ev.PodPhaseChanged) and payload.phase in TERMINAL_PHASES:
         return Step(**at, text=f"{holder} ended ({payload.phase})")
     if isinstance(payload, ev.Allocated):
         sizes = "; ".join(
