@@ -170,7 +170,7 @@ class Correlator:
     def correlate(self, event: Event, now: float, wall: datetime | None = None) -> Event:
         """`event` as the recorder writes it: named, perhaps combined. `now`: monotonic
         seconds; `wall`: the time its name is made of (now, by default)."""
-        name, message = self.name(
+        name, message = self.name_event(
             involved_key(event),
             event.involved_object.name or "",
             event.type or "",
@@ -182,7 +182,7 @@ class Correlator:
         meta = event.metadata.model_copy(update={"name": name})
         return event.model_copy(update={"metadata": meta, "message": message})
 
-    def name(
+    def name_event(
         self,
         involved: str,
         object_name: str,

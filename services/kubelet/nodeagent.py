@@ -480,7 +480,7 @@ class NodeAgent:
         involved = reference("Pod", meta, versioned=False)
         key = reference_key(involved)
         now = time.monotonic()
-        name, message = self.recorder.name(
+        name, message = self.recorder.name_event(
             key, meta.name or "", kind, reason, message[:MAX_MESSAGE], now
         )
         if not self._allowed(key, now):
