@@ -172,12 +172,12 @@ class Correlator:
         seconds; `wall`: the time its name is made of (now, by default)."""
         name, message = self.name_event(
             involved_key(event),
-            event.involved_object.name or "",
-            event.type or "",
-            event.reason or "",
-            event.message or "",
-            now,
-            wall,
+            object_name=event.involved_object.name or "",
+            type_=event.type or "",
+            reason=event.reason or "",
+            message=event.message or "",
+            now=now,
+            wall=wall,
         )
         meta = event.metadata.model_copy(update={"name": name})
         return event.model_copy(update={"metadata": meta, "message": message})
@@ -185,6 +185,7 @@ class Correlator:
     def name_event(
         self,
         involved: str,
+        *,
         object_name: str,
         type_: str,
         reason: str,

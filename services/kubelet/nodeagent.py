@@ -481,7 +481,12 @@ class NodeAgent:
         key = reference_key(involved)
         now = time.monotonic()
         name, message = self.recorder.name_event(
-            key, meta.name or "", kind, reason, message[:MAX_MESSAGE], now
+            key,
+            object_name=meta.name or "",
+            type_=kind,
+            reason=reason,
+            message=message[:MAX_MESSAGE],
+            now=now,
         )
         if not self._allowed(key, now):
             return None
