@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from schemas.k8s import ConditionStatus, Pod
-from schemas.podview import PodHealthLike, pod_ready
+from schemas.podview import PodHealthLike, is_terminal, pod_ready
 from schemas.policy import (
     Condition,
     PodDisruptionBudget,
@@ -394,7 +394,8 @@ def _can_ignore_pdb(pod: Pod) -> bool:
     """canIgnorePDB: a terminal or Pending pod, or one already being deleted, disrupts nothing
     more by going."""
     return (
-        pod.status.phase in ("Succeeded", "Failed", "Pending")
+        is_terminal(pod)
+        or pod.status.phase == "Pending"
         or pod.metadata.deletion_timestamp is not None
     )
 
