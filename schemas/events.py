@@ -24,6 +24,7 @@ from schemas.k8s import (
     ResourceQuota,
     ResourceRequirements,
 )
+from schemas.keys import object_key
 from schemas.policy import PodDisruptionBudget, PodDisruptionBudgetStatus
 from schemas.workload import CloneSet, CloneSetStatus
 
@@ -60,7 +61,7 @@ class PodEvent(EventPayload):
     uid: str = Field(min_length=1)
 
     def partition_key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+        return object_key(self.namespace, self.name)
 
 
 class KubeletPodEvent(PodEvent):
@@ -531,8 +532,7 @@ class KubeEventPayload(EventPayload):
     event: Event
 
     def partition_key(self) -> str:
-        ns = self.event.metadata.namespace or "default"
-        return f"{ns}/{self.event.involved_object.name}"
+        return object_key(self.event.metadata.namespace, self.event.involved_object.name)
 
 
 class KubeEventRecorded(KubeEventPayload):
@@ -568,7 +568,7 @@ class CloneSetEvent(EventPayload):
     name: str = Field(min_length=1, max_length=253)
 
     def partition_key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+        return object_key(self.namespace, self.name)
 
 
 class CloneSetCreated(CloneSetEvent):

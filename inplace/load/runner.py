@@ -36,6 +36,7 @@ from inplace.load.driver import Chains, Driver, DriverStats, Mode, SetupError, s
 from inplace.load.http import HttpClient, PooledClient
 from inplace.load.plan import LoadPlan, Mix, make_plan
 from inplace.load.tracker import SETTLED, Tracker, sample_projector_lag
+from schemas.keys import object_key
 
 
 @dataclass
@@ -198,7 +199,7 @@ class LoadRun:
         return uids
 
     async def _pods_running(self, within: float) -> None:
-        want = {f"{self.id}/{p.name}" for p in self.plan.pods}
+        want = {object_key(self.id, p.name) for p in self.plan.pods}
         deadline = time.monotonic() + within
         while not want <= self.tracker.running:
             failed = [k for k in want if k in self.tracker.failed]

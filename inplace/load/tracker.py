@@ -27,6 +27,7 @@ from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.envelope import Envelope
 from schemas.k8s import ResourceRequirements
+from schemas.keys import object_key
 
 Milestone = Literal[
     "proposed", "allocated", "in_progress", "actuated", "cleared", "deferred", "infeasible"
@@ -185,7 +186,7 @@ class Tracker:
         payload = envelope.payload
         if not isinstance(payload, ev.PodEvent):
             return
-        key = f"{payload.namespace}/{payload.name}"
+        key = object_key(payload.namespace, payload.name)
         if payload.namespace == self.namespace and isinstance(payload, ev.PodPhaseChanged):
             if payload.phase == "Running":
                 self.running.add(key)

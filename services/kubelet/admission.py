@@ -19,7 +19,6 @@ Nothing here does I/O or mutates its inputs; `NodeAllocation` is an immutable va
 from __future__ import annotations
 
 import heapq
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
@@ -36,6 +35,7 @@ from schemas.k8s import (
     ResourceList,
     ResourceRequirements,
 )
+from schemas.keys import pod_key
 from schemas.podview import PodLike, PodResources
 from schemas.quantity import ZERO, Quantity
 from schemas.resources import add, is_sidecar, pod_requests, qos_class, subtract
@@ -60,7 +60,6 @@ __all__ = [
     "allocated_resources",
     "decide_resize",
     "decision_record",
-    "pod_key",
     "retry_order",
     "with_resources",
 ]
@@ -77,17 +76,6 @@ POD_LEVEL: Final = "[pod]"
 
 # The order in which the scheduler's fit check (and so the kubelet's) reports a shortage.
 _CHECK_ORDER: Final = (RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE)
-
-
-def key_of(namespace: str | None, name: str | None) -> str:
-    """namespace/name: the key of a pod on the log and in the checkpoint. Interned: a kubelet
-    keeps each pod's key in several maps (checkpoint, runtime ids, causes) for as long as it
-    runs, and built anew each time it was a copy apiece."""
-    return sys.intern(f"{namespace}/{name}")
-
-
-def pod_key(pod: Pod) -> str:
-    return key_of(pod.metadata.namespace, pod.metadata.name)
 
 
 def _amount(name: str, quantity: Quantity) -> int:

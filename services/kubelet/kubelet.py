@@ -26,12 +26,13 @@ from inplace.core.settings import Settings
 from schemas import events as ev
 from schemas.envelope import Cause
 from schemas.k8s import Node, Pod
+from schemas.keys import object_key
 from schemas.kubeevents import Correlator
 from schemas.nodeswap import planning_capacity
 from schemas.podview import PodProgress, resize_open
 from schemas.usage import USAGE
 from services.kubelet import podfilter
-from services.kubelet.admission import NodeAllocation, key_of
+from services.kubelet.admission import NodeAllocation
 from services.kubelet.config import KubeletConfig
 from services.kubelet.cri import RuntimeService
 from services.kubelet.metrics import (
@@ -197,7 +198,7 @@ class Kubelet:
         payload = record.envelope.payload
         own = self._wrote(record.position)  # asked of every record: the writer forgets it
         if isinstance(payload, ev.PodEvent):
-            key = f"{payload.namespace}/{payload.name}"
+            key = object_key(payload.namespace, payload.name)
             if record.envelope.producer != ROLE and isinstance(payload, ASKS):
                 self.causes[key] = record.envelope.as_cause()
             # A node agent's own write needs no second look: the agent wrote it at the end
@@ -244,7 +245,7 @@ class Kubelet:
         self.model.state.pods.pop(key, None)
         if self.model.state.allocations is not None:
             self.model.state.allocations.pop(key, None)
-        self.causes.pop(key_of(*key), None)
+        self.causes.pop(object_key(*key), None)
 
     def _sweep(self) -> None:
         """Forget the pods of nodes this process does not serve (after a rebalance, or those
@@ -565,7 +566,7 @@ class Kubelet:
             (key for key, pod in pods.views(maybe, PodProgress) if _unsettled(pod)),
             key=lambda key: pods.resource_version(key) or 0,
         )
-        keys = [key for key in unsettled if key_of(*key) not in self.causes]
+        keys = [key for key in unsettled if object_key(*key) not in self.causes]
         if not keys:
             return unsettled
         s = self.settings
@@ -574,7 +575,7 @@ class Kubelet:
             log.warning("kubelet: no request history for %d unsettled pods (%s)", len(keys), found)
             return unsettled
         for (namespace, name), envelope in found.items():
-            self.causes.setdefault(key_of(namespace, name), envelope.as_cause())
+            self.causes.setdefault(object_key(namespace, name), envelope.as_cause())
         return unsettled
 
     def _hand_over_pods(self, agents: list[NodeAgent], unsettled: list[tuple[str, str]]) -> None:
@@ -589,14 +590,14 @@ class Kubelet:
         for key in pods.keys_on(names):
             node = pods.node_of(key) or ""
             keys[node].append(key)
-            self._routed.setdefault(key_of(*key), node)
+            self._routed.setdefault(object_key(*key), node)
         for agent in agents:
             agent.restart_with(keys[agent.name])
         by_name = {a.name: a for a in agents}
         for key in unsettled:
             agent = by_name.get(pods.node_of(key) or "")
             if agent is not None:
-                agent.enqueue(key_of(*key))
+                agent.enqueue(object_key(*key))
         self._restore_wanted.set()
 
 

@@ -31,6 +31,7 @@ from schemas.k8s import (
     Pod,
     ResourceList,
 )
+from schemas.keys import pod_key
 from schemas.kubeevents import (
     MAX_MESSAGE,
     Correlator,
@@ -58,7 +59,6 @@ from services.kubelet.admission import (
     Reject,
     Waiting,
     admit_pod,
-    pod_key,
     retry_order,
     with_resources,
 )

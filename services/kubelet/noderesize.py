@@ -39,10 +39,10 @@ from schemas.k8s import (
     PodQOSClass,
     ResourceList,
 )
+from schemas.keys import pod_key
 from schemas.nodeswap import SWAP_RESOURCE
 from schemas.quantity import ZERO, Quantity
 from schemas.resources import add, container_limits, container_requests, pod_requests, qos_class
-from services.kubelet.admission import pod_key
 from services.kubelet.cri import LinuxContainerResources
 
 __all__ = [

@@ -20,11 +20,12 @@ from dataclasses import dataclass
 
 from schemas import events as ev
 from schemas.k8s import NodeCondition, NodeStatus, ObjectReference, ResourceList
+from schemas.keys import pod_key
 from schemas.kubeevents import event_about
 from schemas.nodeswap import planning_capacity
 from schemas.podview import PodLike
 from schemas.quantity import Quantity
-from services.kubelet.admission import NodeAllocation, pod_key
+from services.kubelet.admission import NodeAllocation
 from services.kubelet.noderesize import (
     eviction_message,
     evictions,

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 
 from schemas import events as ev
 from schemas.k8s import Node, Pod
+from schemas.keys import pod_key
 from schemas.resources import is_sidecar
 
 __all__ = [
@@ -92,7 +93,7 @@ def running_event(
         uid=pod.metadata.uid or "",
         observed_generation=pod.metadata.generation,
         phase="Running",
-        pod_ip=pod_ip(pod.metadata.uid or f"{pod.metadata.namespace}/{pod.metadata.name}"),
+        pod_ip=pod_ip(pod.metadata.uid or pod_key(pod)),
         host_ip=host_ip(node_name, node),
         containers=started,
     )

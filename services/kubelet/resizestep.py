@@ -20,6 +20,7 @@ from typing import Any, Literal
 from schemas import events as ev
 from schemas.envelope import EventPayload
 from schemas.k8s import Container, EventType, Pod, ResourceRequirements
+from schemas.keys import pod_key
 from schemas.podview import ContainerView, PodLike
 from schemas.resources import is_sidecar
 from services.kubelet.admission import (
@@ -29,7 +30,6 @@ from services.kubelet.admission import (
     Infeasible,
     NodeAllocation,
     decide_resize,
-    pod_key,
 )
 from services.kubelet.resizenotices import resize_message
 

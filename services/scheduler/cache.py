@@ -30,6 +30,7 @@ from schemas.demand import (
     pod_demand,
 )
 from schemas.k8s import RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS, Node, Pod
+from schemas.keys import pod_key
 from schemas.podview import PodLike, is_terminal
 from schemas.resources import is_resize_infeasible
 from services.scheduler.nodeaffinity import (
@@ -55,17 +56,11 @@ __all__ = [
     "effective_requests",
     "is_resize_infeasible",
     "pod_demand",
-    "pod_key",
 ]
 
 FreeReason = Literal[
     "PodDeleted", "PodScaledDown", "NodeAdded", "NodeCapacityChanged", "NodeLabelOrTaintChanged"
 ]
-
-
-def pod_key(pod: PodLike) -> str:
-    """`namespace/name`: the key of the `pods` topic, so the cache and the log agree."""
-    return f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
 
 
 # --- nodes ----------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from typing import Final
 
 from schemas.events import NodeFit, SchedulingRecord
 from schemas.k8s import Pod
+from schemas.keys import pod_key
 from services.scheduler.cache import (
     CapacityFreed,
     ClusterChange,
@@ -39,7 +40,6 @@ from services.scheduler.cache import (
     PodDemand,
     SchedulerCache,
     pod_demand,
-    pod_key,
 )
 from services.scheduler.nodeaffinity import (
     PodPlacement,

@@ -36,6 +36,7 @@ from schemas.demand import PodDemand, priced_row
 from schemas.envelope import Cause, Envelope, EventPayload
 from schemas.events import NODES, PODS
 from schemas.k8s import Event, EventType, Pod
+from schemas.keys import object_key
 from schemas.kubeevents import event_about, occurrence_name, reference
 from schemas.podview import PodLike, is_terminal
 from schemas.resources import is_resize_infeasible
@@ -66,11 +67,6 @@ SCHEDULE_ATTEMPTS = Counter(
     ["result"],
 )
 PENDING_PODS = Gauge("scheduler_pending_pods", "Pods waiting to be scheduled, by queue", ["queue"])
-
-
-def pod_key(namespace: str, name: str) -> str:
-    """`namespace/name`: the `pods` topic key, and the SchedulerCache's key."""
-    return f"{namespace}/{name}"
 
 
 def _unschedulable_message(pod: Pod) -> str | None:
@@ -184,7 +180,7 @@ class Scheduler:
             self._wake.set()
 
     def _observe_pod(self, payload: ev.PodEvent, cause: Cause) -> list[ClusterChange]:
-        key = pod_key(payload.namespace, payload.name)
+        key = object_key(payload.namespace, payload.name)
         pod: Pod | None = self.model.get("pods", (payload.namespace, payload.name))
         changes: list[ClusterChange | None] = []
         if pod is None:  # deleted
@@ -242,14 +238,14 @@ class Scheduler:
             if row not in parsed:
                 parsed[row] = priced_row(row)
             demand, infeasible = parsed[row]
-            name = pod_key(*key)
+            name = object_key(*key)
             self._infeasible[name] = infeasible
             self.cache.place(name, node, demand)
         for (namespace, name), view in pods.views(rest):
             # A placed pod is priced from its resource fields; a pending one, decoded whole,
             # waits in the queue with what placing it reads (selectors, affinity, tolerations).
             pod = view if view.spec.node_name is not None else pods[(namespace, name)]
-            self._track(pod_key(namespace, name), pod, None, reprice=True)
+            self._track(object_key(namespace, name), pod, None, reprice=True)
         if self._queue:
             self._wake.set()
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 
 from inplace.core.bus.partitioning import partition_of
 from schemas.k8s import OwnerReference, Pod
+from schemas.keys import object_key
 from schemas.workload import KIND
 
 NsName = tuple[str, str]
@@ -24,7 +25,7 @@ def decides(namespace: str, name: str, partitions: set[int] | None, count: int) 
     (`partitions` None: no group, one process decides about every CloneSet)."""
     if partitions is None:
         return True
-    return count > 0 and partition_of(f"{namespace}/{name}", count) in partitions
+    return count > 0 and partition_of(object_key(namespace, name), count) in partitions
 
 
 def controlled(controller: str | None) -> bool:

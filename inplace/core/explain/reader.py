@@ -8,6 +8,7 @@ from inplace.core.explain.nodestory import NodeStory, node_story
 from inplace.core.explain.story import PodStory, pod_story
 from inplace.core.projection.replay import key_history, pods_on_node
 from schemas import events as ev
+from schemas.keys import object_key
 
 MAX_NAMED = 10
 
@@ -31,14 +32,14 @@ async def explain_pod(
     bootstrap: str, namespace: str, name: str, topic_prefix: str = "", upto: int | None = None
 ) -> tuple[PodStory, int]:
     """The story and how many of the pod's own events it was told from (0: none on record)."""
-    own = await key_history(bootstrap, ev.PODS, f"{namespace}/{name}", topic_prefix)
+    own = await key_history(bootstrap, ev.PODS, object_key(namespace, name), topic_prefix)
     pods, nodes = named_in(own)
     others: dict[str, list[Record]] = {}
     for pod in pods:
         others[pod] = await key_history(bootstrap, ev.PODS, pod, topic_prefix)
     for node in nodes:
         others[f"node/{node}"] = await key_history(bootstrap, ev.NODES, node, topic_prefix)
-    return pod_story(f"{namespace}/{name}", own, others, upto=upto), len(own)
+    return pod_story(object_key(namespace, name), own, others, upto=upto), len(own)
 
 
 async def explain_node(bootstrap: str, name: str, topic_prefix: str = "") -> NodeStory:

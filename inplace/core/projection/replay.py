@@ -27,6 +27,7 @@ from inplace.core.projection.store import (
 from inplace.core.store.migrations import drop_schema, migrate
 from schemas import events as ev
 from schemas.events import EVENT_TOPICS, PODS
+from schemas.keys import object_key
 
 # pod history rows per COPY: big enough to amortise a round trip, small enough that Postgres
 # starts working early and the rows held in memory stay few.
@@ -291,7 +292,7 @@ def _concerns(record: Record, node: str) -> bool:
 async def pod_history(
     bootstrap: str, namespace: str, name: str, topic_prefix: str = ""
 ) -> list[HistoryEntry]:
-    records = await key_history(bootstrap, PODS, f"{namespace}/{name}", topic_prefix)
+    records = await key_history(bootstrap, PODS, object_key(namespace, name), topic_prefix)
     entries: list[HistoryEntry] = []
     previous: datetime | None = None
     pod = ClusterState(allocations=None)  # a pod's events fold alone: they are all it reads

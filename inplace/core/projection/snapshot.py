@@ -26,6 +26,7 @@ from inplace.core.projection.state import ClusterState
 from inplace.core.projection.store import PodNamespaces, ProjectionStore
 from schemas import events as ev
 from schemas.envelope import Envelope, EventPayload
+from schemas.keys import object_key
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +154,7 @@ async def load_causes(
                     "id": r["event_id"],
                     "type": r["event_type"],
                     "schema_version": EventPayload.registry[r["event_type"]].VERSION,
-                    "key": f"{r['namespace']}/{r['pod_name']}",
+                    "key": object_key(r["namespace"], r["pod_name"]),
                     "time": r["event_time"],
                     "producer": r["producer"],
                     "correlation_id": r["correlation_id"],

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from schemas.k8s import Pod, ResourceRequirements
+from schemas.keys import pod_key
 from schemas.podview import PodResources
 from schemas.quantity import Quantity
 from schemas.resources import pod_requests
@@ -33,7 +34,6 @@ from services.kubelet.admission import (
     admit_pod,
     allocated_resources,
     decide_resize,
-    pod_key,
     retry_order,
     with_resources,
 )
