@@ -365,14 +365,13 @@ class ReadModel:
             open_resizes=self.want_open_resizes,
             events=False,
             pod_namespaces=pod_namespaces,
+            pod_form=self.pods.form,  # the rows' pods are whole; what goes cold keeps this form
         )
         if isinstance(found, str):
             log.warning("%s: no snapshot (%s): reading the log from offset 0", self.role, found)
             START_SOURCE.labels(self.role, "log").set(1)
             return {}
-        form = self.pods.form  # the rows' pods are whole; what goes cold keeps this form
         self.state = found.state
-        self.pods.form = form
         self.state.adopt_payloads = not any(self._keeping)
         self.state.claimed = self.claimed
         self.from_snapshot = True

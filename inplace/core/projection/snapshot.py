@@ -21,7 +21,7 @@ import asyncpg
 from aiokafka import TopicPartition
 
 from inplace.core.projection.eventstore import EventStore
-from inplace.core.projection.podstore import PodStore
+from inplace.core.projection.podstore import PodForm, PodStore, pod_json
 from inplace.core.projection.state import ClusterState
 from inplace.core.projection.store import PodNamespaces, ProjectionStore
 from schemas import events as ev
@@ -88,10 +88,12 @@ async def load_snapshot(
     open_resizes: bool = False,
     events: bool = True,
     pod_namespaces: PodNamespaces | None = None,
+    pod_form: PodForm = pod_json,
 ) -> Snapshot | str:
     """The snapshot, or why there is none (one line, for the log); `events`: with the
     Kubernetes Events (`load_events_snapshot` brings them apart); `pod_namespaces`: only the
-    pods of the namespaces it names (`ProjectionStore.load_state`)."""
+    pods of the namespaces it names, `pod_form`: the holder's
+    (`ProjectionStore.load_state`)."""
 
     async def read(conn: asyncpg.Connection, store: ProjectionStore) -> Snapshot | str:
         offsets = await store.offsets(conn)
@@ -106,6 +108,7 @@ async def load_snapshot(
             open_resizes=opened,
             events=events,
             pod_namespaces=pod_namespaces,
+            pod_form=pod_form,
         )
         mine = {tp: n for tp, n in offsets.items() if tp.topic in projected_topics}
         return Snapshot(state, mine, priced or {}, opened or set())

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from inplace.core.bus.consumer import Batch
 from inplace.core.projection.eventstore import EventStore
-from inplace.core.projection.podstore import PodStore, pod_json
+from inplace.core.projection.podstore import PodForm, PodStore, pod_json
 from inplace.core.projection.recent import DEFAULT_HELD, resize_in_flight
 from inplace.core.projection.reducers import locate, resource_version
 from inplace.core.projection.state import ClusterState
@@ -120,6 +120,7 @@ class ProjectionStore:
         open_resizes: set[tuple[str, str]] | None = None,
         events: bool = True,
         pod_namespaces: PodNamespaces | None = None,
+        pod_form: PodForm = pod_json,
     ) -> ClusterState:
         """Every projected object, as the fold of the log up to `offsets` holds it (call both
         inside one REPEATABLE READ transaction for a consistent snapshot); `allocations`: the
@@ -128,7 +129,8 @@ class ProjectionStore:
         filled with the pods whose resize is open by their row (`RESIZE_OPEN_SQL`); `events`: the
         Kubernetes Events too (only a holder that follows them wants them: hundreds of
         thousands within the event TTL); `pod_namespaces`: only the pods of the namespaces it
-        names from the other objects, loaded first (the quota role's: those with a quota)."""
+        names from the other objects, loaded first (the quota role's: those with a quota);
+        `pod_form`: how the holder writes a pod down when it goes cold."""
         s = self.schema
         state = ClusterState(allocations={} if allocations else None)
         for r in await conn.fetch(f"SELECT name, object FROM {s}.nodes"):
@@ -145,7 +147,7 @@ class ProjectionStore:
         for r in await conn.fetch(query):
             key = (r["namespace"], r["name"])
             state.poddisruptionbudgets[key] = PodDisruptionBudget.model_validate_json(r["object"])
-        pods = PodStore()
+        pods = PodStore(form=pod_form)
         placed = (
             ", CASE WHEN node_name IS NOT NULL AND phase NOT IN ('Succeeded', 'Failed')"
             " THEN demand END AS demand"
