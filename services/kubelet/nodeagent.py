@@ -638,10 +638,10 @@ class NodeAgent:
         pod = self._live(key)
         mine = pod is not None and pod.spec.node_name == self.name and not is_terminal(pod)
         if pod is None or not mine:
-            if self.checkpoint.allocated(key) is not None:
+            if key in self.checkpoint.pods:  # admitted (asked without decoding its allocation)
                 await self._release(key)
             return
-        if self.checkpoint.allocated(key) is None:
+        if key not in self.checkpoint.pods:
             admitting = self._pod(key)  # admission reads its pod across awaits
             if admitting is None or not await self._admit(key, admitting):
                 return
