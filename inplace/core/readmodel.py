@@ -51,12 +51,15 @@ from schemas.envelope import decode
 
 log = logging.getLogger(__name__)
 
-# The fetch wait of roles no request waits on (the scheduler, the workload controller): on
-# the 100-node load their CPU per settled resize fell by a fifth to a third (fetch round trips
-# were 15-17% of each); their view of the log lags by up to this much more. Quota holds its
-# fetches too, but its admission webhook answers the apiserver from its view: a review makes
-# it fetch promptly for PROMPT_FOR_S (`ReadModel.hurry`).
-OFF_PATH_FETCH_WAIT_MS = 25
+# The fetch wait of roles no request waits on (the scheduler, the workload controller): each
+# fetch costs such a role a round of fixed work (the request, the response, a batch's
+# bookkeeping), so fewer, fuller fetches cost less; their view of the log lags by up to this
+# much more while records flow (a fetch after a quiet spell returns at the first record).
+# 25 ms took a fifth to a third off their CPU per resize (session 13); 100 ms a third (the
+# 100-node load) to two thirds (the closed loop) of what was left (README, Performance).
+# Quota holds its fetches too, but its admission webhook answers the apiserver from its
+# view: a review makes it fetch promptly for PROMPT_FOR_S (`ReadModel.hurry`).
+OFF_PATH_FETCH_WAIT_MS = 100
 # How long a holder with held fetches fetches promptly after a request waited on its view.
 PROMPT_FOR_S = 10.0
 

@@ -49,7 +49,7 @@ def fetch_as(consumer: AIOKafkaConsumer, wait_ms: int) -> None:
 def follow_flow(consumer: AIOKafkaConsumer, wait_ms: int, flowing: bool) -> None:
     """For a reader with held fetches (`wait_ms` > 0): held while records flow; once a poll
     found none, the next fetch waits at the broker for the first record (a held one would
-    come back empty every `wait_ms`: 40 fetches a second of an idle reader at 25 ms)."""
+    come back empty every `wait_ms`: 10 fetches a second of an idle reader at 100 ms)."""
     if wait_ms > 0:
         fetch_as(consumer, wait_ms if flowing else 0)
 
