@@ -1,5 +1,6 @@
-"""The key a namespaced object goes by: its partition key on the log and its key in every
-role's maps (the kubelet's checkpoint, the scheduler's cache, quota's totals), so they agree.
+"""The key a namespaced object goes by: its partition key on the log, and its key in the maps
+that key pods by a string (the kubelet's checkpoint and runtime, the scheduler's cache, the
+load's tracker), so they agree. (Read models key objects by a `(namespace, name)` tuple.)
 
 Interned: a role keeps each pod's key in several maps for as long as the pod lives, and a key
 built anew each time would be a copy apiece (Python 3.11 frees interned strings no longer used).
