@@ -96,7 +96,7 @@ from services.kubelet.resizenotices import resize_message
 from services.kubelet.resizestep import (
     Resources,
     Step,
-    actual_of,
+    actuated_event,
     actuated_step,
     allocated_event,
     applied_with,
@@ -104,7 +104,6 @@ from services.kubelet.resizestep import (
     resizable,
     resize_step,
     resources_of,
-    same_resources,
     settled,
 )
 from services.kubelet.simulatedusage import UsageAnnotationError, UsageSimulator, simulated_usage
@@ -1078,27 +1077,9 @@ class NodeAgent:
             # Pod-level resources as the pod's cgroup has them (the sandbox's resources).
             sandbox = await self.runtime.pod_sandbox_status(runtime.sandbox_id)
             actual[POD_LEVEL] = requirements_from_linux(sandbox.resources, allocated[POD_LEVEL])
-        reported = actual_of(pod)
-        # Equal values are not enough: a container whose status reports no `resources` yet
-        # gets them, `{}` for one without any (a BestEffort pod), as the kubelet always sets
-        # them; kube-apiserver reads their absence as a node without resize support.
-        if same_resources(actual, reported) and None not in reported.values():
+        event = actuated_event(pod, self.name, generation, actual)
+        if event is None:
             return
-        sidecars = {c.name for c in pod.spec.init_containers or []}
-        event = ev.Actuated(
-            **self._ids(pod),
-            observed_generation=generation,
-            node_name=self.name,
-            containers=[
-                ev.ContainerActual(name=n, resources=r)
-                for n, r in actual.items()
-                if n not in sidecars and n != POD_LEVEL
-            ],
-            init_containers=[
-                ev.ContainerActual(name=n, resources=r) for n, r in actual.items() if n in sidecars
-            ],
-            pod_resources=actual.get(POD_LEVEL),
-        )
         if not complete:
             await self._write(event, key)
             return

@@ -37,6 +37,8 @@ __all__ = [
     "Resources",
     "Step",
     "actual_of",
+    "actuated_event",
+    "actuated_step",
     "allocated_event",
     "allocations",
     "applied_with",
@@ -231,6 +233,34 @@ def completion(pod: Pod, allocated: Resources) -> Step | None:
         "unchanged",
         writes=[ev.ResizeStatusChanged(**_ids(pod), resize=None)],
         notices=[_completed(pod)],
+    )
+
+
+def actuated_event(
+    pod: Pod, node_name: str, generation: int | None, actual: Resources
+) -> ev.Actuated | None:
+    """What the runtime reports (`actual`: per container name, the pod-level resources under
+    POD_LEVEL) as an Actuated that observes `generation` (the spec the reconcile decided on);
+    None when the pod's status says it already. Equal values are not enough: a container whose
+    status reports no `resources` yet gets them, `{}` for one without any (a BestEffort pod), as
+    the kubelet always sets them; kube-apiserver reads their absence as a node without resize
+    support."""
+    reported = actual_of(pod)
+    if same_resources(actual, reported) and None not in reported.values():
+        return None
+    sidecars = {c.name for c in pod.spec.init_containers or []}
+    return ev.Actuated(
+        **{**_ids(pod), "observed_generation": generation},
+        node_name=node_name,
+        containers=[
+            ev.ContainerActual(name=n, resources=r)
+            for n, r in actual.items()
+            if n not in sidecars and n != POD_LEVEL
+        ],
+        init_containers=[
+            ev.ContainerActual(name=n, resources=r) for n, r in actual.items() if n in sidecars
+        ],
+        pod_resources=actual.get(POD_LEVEL),
     )
 
 

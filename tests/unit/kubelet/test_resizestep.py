@@ -9,8 +9,9 @@ from schemas import events as ev
 from schemas.k8s import Pod
 from schemas.podview import PodResources
 from schemas.quantity import Quantity
-from services.kubelet.admission import NodeAllocation
+from services.kubelet.admission import POD_LEVEL, NodeAllocation
 from services.kubelet.resizestep import (
+    actuated_event,
     actuated_step,
     completion,
     resize_step,
@@ -138,6 +139,43 @@ def test_the_actuation_that_completes_a_resize_clears_its_status_in_the_same_eve
             [("Actuated", "-")],
             [],
         )
+
+
+def test_what_the_runtime_applied_is_reported_only_when_the_status_says_otherwise() -> None:
+    applied = resources_of(pod("2"))
+    assert actuated_event(pod("2", actual="2"), "n1", 3, applied) is None
+    report = actuated_event(pod("2", actual="1"), "n1", 3, applied)
+    assert report is not None
+    assert (report.name, report.node_name, report.observed_generation) == ("p", "n1", 3)
+    assert [(c.name, c.resources) for c in report.containers] == list(applied.items())
+    # A status without resources gets them even when the values would agree (kube-apiserver
+    # reads their absence as a node that cannot resize).
+    assert actuated_event(pod("2"), "n1", 3, applied) is not None
+
+
+def test_sidecars_are_reported_as_init_containers_and_the_pod_level_apart() -> None:
+    rl = {"cpu": "1", "memory": "64Mi"}
+    resources = {"requests": rl, "limits": rl}
+    with_sidecar = Pod.model_validate(
+        {
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u-p", "generation": 2},
+            "spec": {
+                "nodeName": "n1",
+                "resources": resources,
+                "initContainers": [
+                    {"name": "log", "image": "i", "restartPolicy": "Always", "resources": resources}
+                ],
+                "containers": [{"name": "c", "image": "i", "resources": resources}],
+            },
+            "status": {"phase": "Running"},
+        }
+    )
+    applied = resources_of(with_sidecar)
+    report = actuated_event(with_sidecar, "n1", 2, applied)
+    assert report is not None
+    assert [c.name for c in report.init_containers] == ["log"]
+    assert [c.name for c in report.containers] == ["c"]
+    assert report.pod_resources == applied[POD_LEVEL]
 
 
 def test_settled_only_when_nothing_is_open_and_all_three_agree() -> None:
