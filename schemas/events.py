@@ -6,7 +6,7 @@ Topic → key (the ordering unit): `pods` → namespace/name, `nodes` → node n
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypedDict
 
 from pydantic import BaseModel, Field
 
@@ -62,6 +62,18 @@ class PodEvent(EventPayload):
 
     def partition_key(self) -> str:
         return object_key(self.namespace, self.name)
+
+
+class PodIds(TypedDict):
+    namespace: str
+    name: str
+    uid: str
+
+
+def pod_ids(pod: Pod) -> PodIds:
+    """Who a pod event is about (a PodEvent's namespace, name and uid), from the pod itself."""
+    meta = pod.metadata
+    return {"namespace": meta.namespace or "", "name": meta.name or "", "uid": meta.uid or ""}
 
 
 class KubeletPodEvent(PodEvent):

@@ -448,9 +448,7 @@ def _proposal(pod: Pod) -> ev.ResizeProposed:
         ]
 
     return ev.ResizeProposed(
-        namespace=pod.metadata.namespace or "",
-        name=pod.metadata.name or "",
-        uid=pod.metadata.uid or "",
+        **ev.pod_ids(pod),
         containers=desired(pod.spec.containers),
         init_containers=desired([c for c in pod.spec.init_containers or [] if is_sidecar(c)]),
         pod_resources=pod.spec.resources,

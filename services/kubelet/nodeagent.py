@@ -250,7 +250,7 @@ class NodeAgent:
         self._noted[key] = (reason, message)
         await self._write(
             ev.ResizeStatusChanged(
-                **self._ids(pod),
+                **ev.pod_ids(pod),
                 observed_generation=generation,
                 resize="InProgress",
                 reason=reason,
@@ -516,20 +516,12 @@ class NodeAgent:
         EVENTS_SPAM_FILTERED.inc()
         return False
 
-    @staticmethod
-    def _ids(pod: Pod) -> dict[str, str]:
-        return {
-            "namespace": pod.metadata.namespace or "",
-            "name": pod.metadata.name or "",
-            "uid": pod.metadata.uid or "",
-        }
-
     # --- node -------------------------------------------------------------------------------
 
     async def _restore_readiness(self, key: str, pod: Pod) -> None:
         """Ready again, once the node is, when the node lifecycle marked the pod not ready."""
         if key in self.pods and ready_again(pod, self.model.get("nodes", self.name)):
-            await self._write(ev.PodReadinessChanged(**self._ids(pod), ready=True), key)
+            await self._write(ev.PodReadinessChanged(**ev.pod_ids(pod), ready=True), key)
 
     async def _node_changed(self) -> None:
         """KEP-3953: the node's capacity changed. Re-admit what runs (evicting by QoS when it no
@@ -602,7 +594,7 @@ class NodeAgent:
             if pod is not None:
                 await self._write(
                     ev.PodEvicted(
-                        **self._ids(pod),
+                        **ev.pod_ids(pod),
                         node_name=self.name,
                         reason="Evicted",
                         message=step.message,
@@ -693,7 +685,7 @@ class NodeAgent:
         runtime = self.pods.get(key)
         if runtime is None:
             return True  # not started here yet: it starts with the spec's images
-        ids, generation = self._ids(pod), pod.metadata.generation or 1
+        ids, generation = ev.pod_ids(pod), pod.metadata.generation or 1
         writes: list[EventPayload] = []
         for change in changes:
             cid = runtime.containers.get(change.container)
@@ -731,7 +723,7 @@ class NodeAgent:
             if pod.status.phase != "Failed":
                 await self._write(
                     ev.PodPhaseChanged(
-                        **self._ids(pod),
+                        **ev.pod_ids(pod),
                         observed_generation=pod.metadata.generation,
                         phase="Failed",
                         reason=decision.reason,
@@ -1007,7 +999,7 @@ class NodeAgent:
                 status = result.statuses.get(step.container)
                 await self._write(
                     ev.ContainerRestarted(
-                        **self._ids(pod),
+                        **ev.pod_ids(pod),
                         observed_generation=generation,
                         container=step.container,
                         restart_count=status.restart_count if status else 1,

@@ -88,9 +88,7 @@ def running_event(
         for name, rid in runtime_ids.items()
     ]
     return ev.PodPhaseChanged(
-        namespace=pod.metadata.namespace or "",
-        name=pod.metadata.name or "",
-        uid=pod.metadata.uid or "",
+        **ev.pod_ids(pod),
         observed_generation=pod.metadata.generation,
         phase="Running",
         pod_ip=pod_ip(pod.metadata.uid or pod_key(pod)),

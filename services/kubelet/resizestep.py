@@ -140,13 +140,7 @@ def shrinks(before: Resources, after: Resources) -> bool:
 
 def _ids(pod: Pod) -> dict[str, Any]:
     """Who a kubelet event is about, and the generation of the spec it was decided on."""
-    meta = pod.metadata
-    return {
-        "namespace": meta.namespace or "",
-        "name": meta.name or "",
-        "uid": meta.uid or "",
-        "observed_generation": meta.generation,
-    }
+    return {**ev.pod_ids(pod), "observed_generation": pod.metadata.generation}
 
 
 IN_PROGRESS = ev.ResizeStatusUpdate(resize="InProgress")
