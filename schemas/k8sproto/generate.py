@@ -5,7 +5,9 @@
 
 Takes k8s.io/api and k8s.io/apimachinery at VERSION from the Go module proxy, compiles the
 files PROTOS names with grpc_tools' protoc, and rewrites the generated imports so the modules
-live under `schemas.k8sproto` (protoc names them after the proto package, `k8s.io.…`). The
+live under `schemas.k8sproto` (protoc names them after the proto package, `k8s.io.…`). Also
+gnostic's `OpenAPIv2.proto` at the version Kubernetes VERSION builds with (GNOSTIC): the
+message of `/openapi/v2` in protobuf, the form kubectl and client-go read it in. The
 proto files do not say which fields Go's JSON inlines (a Probe's handler, a Volume's source):
 `inline.json` lists them, read from the `json:",inline"` tags of the same packages' types.go.
 """
@@ -34,6 +36,8 @@ PROTOS = (
     "k8s.io/apimachinery/pkg/runtime/schema/generated.proto",
     "k8s.io/apimachinery/pkg/util/intstr/generated.proto",
 )
+# github.com/google/gnostic-models, as k8s.io/apimachinery VERSION's go.mod requires it.
+GNOSTIC = ("github.com/google/gnostic-models", "v0.7.0", "openapiv2/OpenAPIv2.proto")
 HERE = Path(__file__).resolve().parent
 PACKAGE = "schemas.k8sproto"
 
@@ -51,6 +55,12 @@ def _fetch(work: Path) -> Path:
                 target = include / module / name.removeprefix(prefix)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(archive.read(name))
+    module, version, proto = GNOSTIC
+    url = f"https://proxy.golang.org/{module}/@v/{version}.zip"
+    with urllib.request.urlopen(url, timeout=60) as answer:
+        archive = zipfile.ZipFile(io.BytesIO(answer.read()))
+    (work / "include" / proto).parent.mkdir(parents=True)
+    (work / "include" / proto).write_bytes(archive.read(f"{module}@{version}/{proto}"))
     return work / "include"
 
 
@@ -76,16 +86,22 @@ def _inline_fields(include: Path) -> dict[str, list[int]]:
 
 
 def main() -> int:
+    from importlib.resources import files
+
     from grpc_tools import protoc
 
+    well_known = files("grpc_tools") / "_proto"  # google/protobuf/any.proto, for gnostic
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         include = _fetch(work)
         out = work / "out"
         out.mkdir()
-        if protoc.main(["protoc", f"-I{include}", f"--python_out={out}", *PROTOS]) != 0:
+        protos = [*PROTOS, GNOSTIC[2]]
+        args = ["protoc", f"-I{include}", f"-I{well_known}", f"--python_out={out}", *protos]
+        if protoc.main(args) != 0:
             return 1
         shutil.rmtree(HERE / "k8s", ignore_errors=True)
+        shutil.rmtree(HERE / "openapiv2", ignore_errors=True)
         for generated in sorted(out.rglob("*_pb2.py")):
             text = re.sub(
                 r"^from k8s\.io\.", f"from {PACKAGE}.k8s.io.", generated.read_text(), flags=re.M
@@ -97,7 +113,8 @@ def main() -> int:
         (HERE / "inline.json").write_text(json.dumps(inline, indent=1, sort_keys=True) + "\n")
         for directory in [HERE / "k8s", *(p for p in (HERE / "k8s").rglob("*") if p.is_dir())]:
             (directory / "__init__.py").touch()
-    print(f"generated {len(PROTOS)} modules of Kubernetes {VERSION} under {HERE}")
+        (HERE / "openapiv2" / "__init__.py").touch()
+    print(f"generated {len(protos)} modules (k8s.io {VERSION}, gnostic {GNOSTIC[1]}) under {HERE}")
     return 0
 
 

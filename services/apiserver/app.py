@@ -12,12 +12,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from services.apiserver import discovery, errors
+from services.apiserver import discovery, errors, openapiproto
 from services.apiserver.discovery import POLICY_RESOURCES
 from services.apiserver.dryrun import DryRun
 from services.apiserver.http import WarningHeaders, group_routes
 from services.apiserver.objects import KINDS, ObjectHandlers
-from services.apiserver.openapi import OpenAPIDocuments
+from services.apiserver.openapi import JSON, OpenAPIDocuments, v2_media_type
 from services.apiserver.pods import PodHandlers
 from services.apiserver.workloads import CloneSetHandlers, workload_routes
 
@@ -61,8 +61,13 @@ def build_app(
     openapi = OpenAPIDocuments()
 
     async def openapi_v2(request: Request) -> Response:
-        body, etag = openapi.v2()
-        return _document(request, body, etag)
+        media_type = v2_media_type(request.headers.get("accept"))
+        if media_type is None:
+            raise errors.not_acceptable(
+                f"/openapi/v2 is served as {JSON} or {openapiproto.MEDIA_TYPE}"
+            )
+        body, etag = openapi.v2(media_type)
+        return _document(request, body, etag, media_type)
 
     async def openapi_v3(request: Request) -> Response:
         return Response(openapi.v3_root(), media_type="application/json")
@@ -153,7 +158,7 @@ def build_app(
     )
 
 
-def _document(request: Request, body: bytes, digest: str) -> Response:
+def _document(request: Request, body: bytes, digest: str, media_type: str = JSON) -> Response:
     """An OpenAPI document with kube-apiserver's caching: an ETag always, and immutable
     when the client asked for it by hash (the hash changes when the document does)."""
     etag = f'"{digest}"'
@@ -164,7 +169,7 @@ def _document(request: Request, body: bytes, digest: str) -> Response:
         headers["Cache-Control"] = "no-cache, private"
     if request.headers.get("if-none-match") == etag:
         return Response(status_code=304, headers=headers)
-    return Response(body, media_type="application/json", headers=headers)
+    return Response(body, media_type=media_type, headers=headers)
 
 
 def grouped_routes(objects: ObjectHandlers) -> list[Route]:

@@ -141,6 +141,7 @@ def apis() -> dict[str, Any]:
         api_group(METRICS_GROUP, METRICS_VERSION),
         api_group("coordination.k8s.io", "v1"),
         api_group(POLICY_GROUP, POLICY_VERSION),
+        api_group(EXTENSIONS_GROUP, EXTENSIONS_VERSION),
     ]
     entries = [{k: v for k, v in g.items() if k not in ("kind", "apiVersion")} for g in groups]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": entries}
@@ -208,6 +209,22 @@ METRICS_RESOURCES: list[dict[str, Any]] = [
     {"name": "pods", "singularName": "", "namespaced": True, "kind": "PodMetrics",
      "verbs": ["get", "list"]},
 ]  # fmt: skip
+
+
+# --- apiextensions.k8s.io: listed, with no custom resources in it (crds.py) -----------------------
+
+EXTENSIONS_GROUP, EXTENSIONS_VERSION = "apiextensions.k8s.io", "v1"
+EXTENSIONS_RESOURCES: list[dict[str, Any]] = [
+    {
+        "name": "customresourcedefinitions",
+        "singularName": "customresourcedefinition",
+        "namespaced": False,
+        "kind": "CustomResourceDefinition",
+        "verbs": ["get", "list"],
+        "shortNames": ["crd", "crds"],
+        "categories": ["api-extensions"],
+    }
+]
 
 
 # --- apps.inplace.dev: the workload API group ----------------------------------------------------

@@ -61,7 +61,7 @@ def resource_name(kind: str) -> str:
 
 # Kinds outside the core group: their messages name the resource as `plural.group`, and
 # the Status details carry the group (kube-apiserver's qualified resource).
-GROUPS = {"PodDisruptionBudget": policy.GROUP}
+GROUPS = {"PodDisruptionBudget": policy.GROUP, "CustomResourceDefinition": "apiextensions.k8s.io"}
 
 
 def _qualified(kind: str) -> tuple[str, str, str | None]:

@@ -23,16 +23,25 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from schemas.kubeschema import KUBERNETES_VERSION, REF_PREFIX, definitions, gvk_definition
 from schemas.workload import CloneSet
-from services.apiserver import discovery
+from services.apiserver import discovery, openapiproto
 
-__all__ = ["OpenAPIDocuments", "ServedResource", "served_resources", "v2_document", "v3_document"]
+__all__ = [
+    "JSON",
+    "OpenAPIDocuments",
+    "ServedResource",
+    "served_resources",
+    "v2_document",
+    "v2_media_type",
+    "v3_document",
+]
 
+JSON = "application/json"
 V3_REF = "#/components/schemas/"
 V2_REF = "#/definitions/"
 CORE = "api/v1"
@@ -104,7 +113,8 @@ def served_resources() -> list[ServedResource]:
 def convert(schema: Any, ref_prefix: str, *, v2: bool) -> Any:
     """One definition from JSON Schema 2020-12 (as shipped) into OpenAPI form: `$ref`s
     rewritten, `[T, "null"]` types back to `T` (OpenAPI has no null type; Kubernetes treats
-    null as unset), and the int-or-string unions as kube-openapi writes them."""
+    null as unset), and the int-or-string unions (oneOf, or anyOf as pydantic writes them)
+    as kube-openapi writes them."""
     if isinstance(schema, list):
         return [convert(item, ref_prefix, v2=v2) for item in schema]
     if not isinstance(schema, dict):
@@ -119,7 +129,7 @@ def convert(schema: Any, ref_prefix: str, *, v2: bool) -> Any:
             kinds = [t for t in value if t != "null"]
             if kinds:
                 out[key] = kinds[0] if len(kinds) == 1 else kinds
-        elif key == "oneOf" and _is_int_or_string(value):
+        elif key in ("oneOf", "anyOf") and _is_int_or_string(value):
             out["type"] = "string"
             out["format"] = "int-or-string"
         elif key in ("properties", "$defs", "definitions"):
@@ -398,6 +408,31 @@ def v2_document() -> dict[str, Any]:
     }
 
 
+def v2_media_type(accept: str | None) -> str | None:
+    """The form of /openapi/v2 an Accept header asks for, as kube-openapi chooses it: its
+    media types by preference (q), the first the server has, a wildcard meaning JSON; JSON or
+    `openapiproto.MEDIA_TYPE`, None when it names neither (406)."""
+    clauses = []
+    for place, part in enumerate((accept or "*/*").split(",")):
+        media, *params = (p.strip() for p in part.split(";"))
+        q = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        if q > 0:
+            clauses.append((-q, place, media.lower()))
+    for _, _, media in sorted(clauses):
+        if media in ("*/*", "application/*", JSON):
+            return JSON
+        if media in openapiproto.ACCEPTED:
+            return openapiproto.MEDIA_TYPE
+    return None
+
+
 class OpenAPIDocuments:
     """Each document serialized once, on first use, with its hash (kube-apiserver's
     `?hash=` scheme: a client caches a group-version's document until the hash changes)."""
@@ -411,10 +446,13 @@ class OpenAPIDocuments:
     def v3(self, prefix: str) -> tuple[bytes, str] | None:
         if prefix not in self.group_versions():
             return None
-        return self._cached(prefix, lambda: v3_document(prefix))
+        return self._cached(prefix, lambda: _json(v3_document(prefix)))
 
-    def v2(self) -> tuple[bytes, str]:
-        return self._cached("v2", v2_document)
+    def v2(self, media_type: str = JSON) -> tuple[bytes, str]:
+        """The Swagger document as JSON, or as gnostic's protobuf (`openapiproto`)."""
+        if media_type == openapiproto.MEDIA_TYPE:
+            return self._cached("v2.pb", lambda: openapiproto.to_protobuf(v2_document()))
+        return self._cached("v2", lambda: _json(v2_document()))
 
     def v3_root(self) -> bytes:
         paths = {}
@@ -424,8 +462,12 @@ class OpenAPIDocuments:
             paths[prefix] = {"serverRelativeURL": f"/openapi/v3/{prefix}?hash={found[1]}"}
         return json.dumps({"paths": paths}).encode()
 
-    def _cached(self, key: str, build: Any) -> tuple[bytes, str]:
+    def _cached(self, key: str, build: Callable[[], bytes]) -> tuple[bytes, str]:
         if key not in self._bytes:
-            body = json.dumps(build(), separators=(",", ":"), sort_keys=True).encode()
+            body = build()
             self._bytes[key] = (body, hashlib.sha512(body).hexdigest().upper()[:128])
         return self._bytes[key]
+
+
+def _json(document: dict[str, Any]) -> bytes:
+    return json.dumps(document, separators=(",", ":"), sort_keys=True).encode()

@@ -35,6 +35,11 @@ V3 = "#/components/schemas/"
             False,
             {"type": "string", "format": "int-or-string"},
         ),
+        (  # pydantic's `int | str` (a CloneSet's maxConcurrentResizes)
+            {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+            True,
+            {"type": "string", "format": "int-or-string"},
+        ),
         (
             {"$ref": "#/$defs/io.k8s.X", "description": "d"},
             True,
