@@ -95,6 +95,10 @@ def build_app(
         Route(ns_pods + "/{name}", pods.delete, methods=["DELETE"]),
         Route(ns_pods + "/{name}/status", pods.status, methods=["GET"]),
         Route(ns_pods + "/{name}/log", pods.log, methods=["GET"]),
+        *(
+            Route(f"{ns_pods}/{{name}}/{what}", pods.connect, methods=["GET", "POST"])
+            for what in ("exec", "attach", "portforward")
+        ),
         Route(ns_pods + "/{name}/resize", pods.resize, methods=["GET", "PUT", "PATCH"]),
         Route(ns_pods + "/{name}/eviction", pods.evict, methods=["POST"]),
         Route("/api/v1/nodes/{name}/status", _of("nodes", objects.get), methods=["GET"]),

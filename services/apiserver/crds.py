@@ -16,20 +16,19 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from services.apiserver import errors
-from services.apiserver.discovery import EXTENSIONS_GROUP as GROUP
-from services.apiserver.discovery import EXTENSIONS_RESOURCES, EXTENSIONS_VERSION
+from services.apiserver.discovery import EXTENSIONS_GROUP, EXTENSIONS_RESOURCES, EXTENSIONS_VERSION
 from services.apiserver.http import group_routes, ok
 
 KIND = "CustomResourceDefinition"
+API_VERSION = f"{EXTENSIONS_GROUP}/{EXTENSIONS_VERSION}"
 _WRITES = ["POST", "PUT", "PATCH", "DELETE"]
 
 
 def crd_routes() -> list[Route]:
-    base = f"/apis/{GROUP}/{EXTENSIONS_VERSION}/customresourcedefinitions"
+    base = f"/apis/{API_VERSION}/customresourcedefinitions"
 
     async def list_crds(request: Request) -> Response:
-        return ok({"kind": f"{KIND}List", "apiVersion": f"{GROUP}/{EXTENSIONS_VERSION}",
-                   "metadata": {}, "items": []})  # fmt: skip
+        return ok({"kind": f"{KIND}List", "apiVersion": API_VERSION, "metadata": {}, "items": []})
 
     async def get_crd(request: Request) -> Response:
         raise errors.not_found(KIND, request.path_params["name"])
@@ -40,7 +39,7 @@ def crd_routes() -> list[Route]:
         )
 
     return [
-        *group_routes(GROUP, EXTENSIONS_VERSION, EXTENSIONS_RESOURCES),
+        *group_routes(EXTENSIONS_GROUP, EXTENSIONS_VERSION, EXTENSIONS_RESOURCES),
         Route(base, list_crds, methods=["GET"]),
         Route(base, write_crd, methods=_WRITES),
         Route(f"{base}/{{name}}", get_crd, methods=["GET"]),

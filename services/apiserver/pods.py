@@ -274,31 +274,25 @@ class PodHandlers:
         """pods/log, as `kubectl logs` reads it. The runtimes run no workload (the fake one
         keeps records, the cgroup one parks a sleep in each container's cgroup), so a started
         container's log is empty, and a Warning says why; the refusals are kube-apiserver's."""
-        name = request.path_params["name"]
-        pod = self._pod(request.path_params["namespace"], name)
-        container = request.query_params.get("container")
-        if container is None:
-            if len(pod.spec.containers) != 1:
-                names = " ".join(c.name for c in pod.spec.containers)
-                raise errors.bad_request(
-                    f"a container name must be specified for pod {name}, choose one of: [{names}]"
-                )
-            container = pod.spec.containers[0].name
-        if container not in {
-            c.name for c in [*pod.spec.containers, *(pod.spec.init_containers or [])]
-        }:
-            raise errors.bad_request(f"container {container} is not valid for pod {name}")
-        statuses = [
-            *(pod.status.container_statuses or []),
-            *(pod.status.init_container_statuses or []),
-        ]
-        state = next((s.state for s in statuses if s.name == container), None)
-        if state is None or (state.running is None and state.terminated is None):
-            raise errors.bad_request(
-                f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
-            )
+        pod = self._pod(request.path_params["namespace"], request.path_params["name"])
+        _started_container(pod, request.query_params.get("container"))
         warn(request, ["inplace runs no workload in its containers: they write no log"])
         return Response(b"", media_type="text/plain")
+
+    async def connect(self, request: Request) -> Response:
+        """pods/exec, pods/attach and pods/portforward (`kubectl exec`, `attach`,
+        `port-forward`): the pod and its container checked as kube-apiserver checks them,
+        then a 400 that says why: the runtimes run no workload, so there is no process to
+        connect to (it was a 404, "the server could not find the requested resource")."""
+        name = request.path_params["name"]
+        pod = self._pod(request.path_params["namespace"], name)
+        what = request.url.path.rsplit("/", 1)[-1]
+        if what != "portforward":
+            _started_container(pod, request.query_params.get("container"))
+        raise errors.bad_request(
+            f"pods/{what} is not supported: inplace runs no workload in its containers, "
+            f"so pod {name} has no process to connect to"
+        )
 
     # --- resize subresource -----------------------------------------------------------------
 
@@ -453,3 +447,25 @@ def _proposal(pod: Pod) -> ev.ResizeProposed:
         init_containers=desired([c for c in pod.spec.init_containers or [] if is_sidecar(c)]),
         pod_resources=pod.spec.resources,
     )
+
+
+def _started_container(pod: Pod, container: str | None) -> str:
+    """The container a pods/log or pods/exec request names (the only one when it names none),
+    once started; a 400 as kube-apiserver words it otherwise."""
+    name = pod.metadata.name
+    if container is None:
+        if len(pod.spec.containers) != 1:
+            names = " ".join(c.name for c in pod.spec.containers)
+            raise errors.bad_request(
+                f"a container name must be specified for pod {name}, choose one of: [{names}]"
+            )
+        container = pod.spec.containers[0].name
+    if container not in {c.name for c in [*pod.spec.containers, *(pod.spec.init_containers or [])]}:
+        raise errors.bad_request(f"container {container} is not valid for pod {name}")
+    statuses = [*(pod.status.container_statuses or []), *(pod.status.init_container_statuses or [])]
+    state = next((s.state for s in statuses if s.name == container), None)
+    if state is None or (state.running is None and state.terminated is None):
+        raise errors.bad_request(
+            f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
+        )
+    return container

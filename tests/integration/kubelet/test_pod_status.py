@@ -270,11 +270,12 @@ async def test_best_effort_pod_reports_empty_resources(
         ]
 
 
-async def test_kubectl_logs_of_a_started_container(
+async def test_kubectl_logs_and_exec_of_a_started_container(
     apiserver: RoleProcess, kubelet_process: RoleProcess
 ) -> None:
-    """Empty (the runtimes run no workload) with a Warning saying so; kube-apiserver's refusals
-    for a container the pod does not have and one not started yet."""
+    """Logs empty (the runtimes run no workload) with a Warning saying so, exec / attach /
+    port-forward refused saying so; kube-apiserver's refusals for a container the pod does not
+    have and one not started yet."""
     base = f"{apiserver.url}/api/v1/namespaces/default/pods"
     async with httpx.AsyncClient(timeout=10) as http:
         assert (await http.post(base, json=pod("web-0"))).status_code == 201
@@ -295,6 +296,18 @@ async def test_kubectl_logs_of_a_started_container(
     waiting = await kubectl(apiserver, "logs", "web-1", check=False)
     assert waiting.returncode != 0
     assert 'container "app" in pod "web-1" is waiting to start: ContainerCreating' in waiting.stderr
+    # exec, attach and port-forward: the same checks, then why there is nothing to connect to.
+    for command in (("exec", "web-0", "--", "true"), ("attach", "web-0")):
+        refused = await kubectl(apiserver, *command, check=False)
+        assert refused.returncode != 0
+        assert f"pods/{command[0]} is not supported: inplace runs no workload" in refused.stderr
+    forward = await kubectl(apiserver, "port-forward", "pod/web-0", "0:80", check=False)
+    assert forward.returncode != 0
+    assert "pods/portforward is not supported" in forward.stderr
+    wrong = await kubectl(apiserver, "exec", "web-0", "-c", "nope", "--", "true", check=False)
+    assert "container nope is not valid for pod web-0" in wrong.stderr
+    waiting = await kubectl(apiserver, "exec", "web-1", "--", "true", check=False)
+    assert 'container "app" in pod "web-1" is waiting to start' in waiting.stderr
 
 
 async def test_kubectl_set_image_restarts_the_container_with_it(

@@ -30,7 +30,8 @@ async def test_discovery(apiserver: RoleProcess) -> None:
         group = (await http.get(f"/apis/{GROUP}")).json()
         resources = (await http.get(f"/apis/{GROUP}/{VERSION}")).json()
     # Ours, the self-review groups `kubectl auth can-i` / `whoami` need, then the metrics
-    # API (`kubectl top`), the node Leases (`kubectl describe node`) and disruption budgets.
+    # API (`kubectl top`), the node Leases (`kubectl describe node`), disruption budgets and
+    # the (empty) CRD list kubectl's validation asks.
     assert [g["name"] for g in groups["groups"]] == [
         GROUP,
         "authorization.k8s.io",
@@ -38,6 +39,7 @@ async def test_discovery(apiserver: RoleProcess) -> None:
         "metrics.k8s.io",
         "coordination.k8s.io",
         "policy",
+        "apiextensions.k8s.io",
     ]
     assert group["preferredVersion"]["groupVersion"] == f"{GROUP}/{VERSION}"
     names = {r["name"] for r in resources["resources"]}
