@@ -15,6 +15,7 @@ from starlette.routing import Route
 from services.apiserver import discovery, errors, openapiproto
 from services.apiserver.discovery import POLICY_RESOURCES
 from services.apiserver.dryrun import DryRun
+from services.apiserver.emptykinds import empty_kind_routes
 from services.apiserver.http import WarningHeaders, group_routes
 from services.apiserver.objects import KINDS, ObjectHandlers
 from services.apiserver.openapi import JSON, OpenAPIDocuments, v2_media_type
@@ -87,6 +88,7 @@ def build_app(
         Route("/api", api),
         Route("/api/v1", api_v1),
         Route("/apis", apis),
+        *empty_kind_routes(),  # before /api/v1/{resource}, which would take services
         Route("/api/v1/pods", pods.list),
         Route(ns_pods, pods.list, methods=["GET"]),
         Route(ns_pods, pods.create, methods=["POST"]),

@@ -46,6 +46,15 @@ RESOURCES: list[dict[str, Any]] = [
         "verbs": ["create"],
     },
     {
+        # None held (emptykinds.py): listed for `kubectl cluster-info`, which asks for them.
+        "name": "services",
+        "singularName": "service",
+        "namespaced": True,
+        "kind": "Service",
+        "verbs": ["get", "list"],
+        "shortNames": ["svc"],
+    },
+    {
         "name": "nodes",
         "singularName": "node",
         "namespaced": False,
@@ -211,7 +220,7 @@ METRICS_RESOURCES: list[dict[str, Any]] = [
 ]  # fmt: skip
 
 
-# --- apiextensions.k8s.io: listed, with no custom resources in it (crds.py) -----------------------
+# --- apiextensions.k8s.io: listed, with no custom resources in it (emptykinds.py) -------------
 
 EXTENSIONS_GROUP, EXTENSIONS_VERSION = "apiextensions.k8s.io", "v1"
 EXTENSIONS_RESOURCES: list[dict[str, Any]] = [

@@ -159,7 +159,13 @@ def internal(message: str) -> ApiError:
 
 
 def path_not_found(path: str) -> ApiError:
-    return _status(404, "NotFound", f"the server could not find the requested resource ({path})")
+    """A path this server does not serve. The details are there and empty, as kube-apiserver
+    writes them: clients tell a missing subresource from a missing object by that (kubectl
+    debug says "ephemeral containers are disabled for this cluster"; without details it
+    crashed on a nil pointer)."""
+    error = _status(404, "NotFound", f"the server could not find the requested resource ({path})")
+    error.status.details = StatusDetails()
+    return error
 
 
 def unavailable(message: str) -> ApiError:

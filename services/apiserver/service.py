@@ -33,7 +33,6 @@ from services.apiserver.auth.rbac import Policy
 from services.apiserver.auth.reviews import review_routes
 from services.apiserver.config import ApiserverConfig
 from services.apiserver.controllers import Controllers
-from services.apiserver.crds import crd_routes
 from services.apiserver.limits import LimitRequests
 from services.apiserver.metricsapi import metrics_routes
 from services.apiserver.nodeleases import lease_routes
@@ -78,7 +77,6 @@ async def run(settings: Settings, *, host: str, port: int) -> None:
         [
             *review_routes(authorizer),
             *metrics_routes(model, samples),
-            *crd_routes(),
             *lease_routes(model, samples),
         ],
     )

@@ -274,8 +274,8 @@ async def test_kubectl_logs_and_exec_of_a_started_container(
     apiserver: RoleProcess, kubelet_process: RoleProcess
 ) -> None:
     """Logs empty (the runtimes run no workload) with a Warning saying so, exec / attach /
-    port-forward refused saying so; kube-apiserver's refusals for a container the pod does not
-    have and one not started yet."""
+    port-forward refused saying so, debug told there are no ephemeral containers;
+    kube-apiserver's refusals for a container the pod does not have and one not started yet."""
     base = f"{apiserver.url}/api/v1/namespaces/default/pods"
     async with httpx.AsyncClient(timeout=10) as http:
         assert (await http.post(base, json=pod("web-0"))).status_code == 201
@@ -308,6 +308,10 @@ async def test_kubectl_logs_and_exec_of_a_started_container(
     assert "container nope is not valid for pod web-0" in wrong.stderr
     waiting = await kubectl(apiserver, "exec", "web-1", "--", "true", check=False)
     assert 'container "app" in pod "web-1" is waiting to start' in waiting.stderr
+    # No ephemeral containers: told as kube-apiserver tells it (kubectl panicked before).
+    debug = await kubectl(apiserver, "debug", "web-0", "--image=busybox", check=False)
+    assert debug.returncode == 1 and "panic" not in debug.stderr
+    assert "ephemeral containers are disabled for this cluster" in debug.stderr
 
 
 async def test_kubectl_set_image_restarts_the_container_with_it(
