@@ -81,6 +81,8 @@ def empty_kind_routes() -> list[Route]:
 
 def _lister(kind: EmptyKind) -> Endpoint:
     async def empty_list(request: Request) -> Response:
+        if request.query_params.get("watch") in ("true", "1"):  # not among their verbs
+            raise errors.method_not_allowed(f"{kind.resource} are never held here: no watch")
         asked = wants_table(request)
         if asked is not None:  # kubectl get: the columns, no rows
             body = table(kind.kind, [], asked, datetime.now(UTC))

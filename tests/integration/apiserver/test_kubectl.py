@@ -109,6 +109,7 @@ async def test_apply_of_kinds_not_held_says_so(apiserver: RoleProcess) -> None:
         crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
         one = await http.get(f"{crds}/widgets.example.com")
         written = await http.post(crds, json={"kind": "CustomResourceDefinition"})
+        watched = await http.get("/api/v1/namespaces/default/services", params={"watch": "1"})
     assert answer.status_code == 406
     assert answer.json()["reason"] == "NotAcceptable"
     assert one.status_code == 404
@@ -116,6 +117,7 @@ async def test_apply_of_kinds_not_held_says_so(apiserver: RoleProcess) -> None:
         'customresourcedefinitions.apiextensions.k8s.io "widgets.example.com" not found'
     )
     assert (written.status_code, written.json()["reason"]) == (405, "MethodNotAllowed")
+    assert watched.status_code == 405
 
 
 async def test_apply_a_cloneset(apiserver: RoleProcess) -> None:
