@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from schemas import policy
 from schemas.k8s import Status, StatusCause, StatusDetails
+from services.apiserver.discovery import EXTENSIONS_GROUP
 
 
 class ApiError(Exception):
@@ -61,7 +62,7 @@ def resource_name(kind: str) -> str:
 
 # Kinds outside the core group: their messages name the resource as `plural.group`, and
 # the Status details carry the group (kube-apiserver's qualified resource).
-GROUPS = {"PodDisruptionBudget": policy.GROUP, "CustomResourceDefinition": "apiextensions.k8s.io"}
+GROUPS = {"PodDisruptionBudget": policy.GROUP, "CustomResourceDefinition": EXTENSIONS_GROUP}
 
 
 def _qualified(kind: str) -> tuple[str, str, str | None]:
