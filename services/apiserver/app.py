@@ -88,7 +88,6 @@ def build_app(
         Route("/api", api),
         Route("/api/v1", api_v1),
         Route("/apis", apis),
-        *empty_kind_routes(),  # before /api/v1/{resource}, which would take services
         Route("/api/v1/pods", pods.list),
         Route(ns_pods, pods.list, methods=["GET"]),
         Route(ns_pods, pods.create, methods=["POST"]),
@@ -97,18 +96,19 @@ def build_app(
         Route(ns_pods + "/{name}", pods.delete, methods=["DELETE"]),
         Route(ns_pods + "/{name}/status", pods.status, methods=["GET"]),
         Route(ns_pods + "/{name}/log", pods.log, methods=["GET"]),
+        Route(ns_pods + "/{name}/resize", pods.resize, methods=["GET", "PUT", "PATCH"]),
+        Route(ns_pods + "/{name}/eviction", pods.evict, methods=["POST"]),
         *(
             Route(f"{ns_pods}/{{name}}/{what}", pods.connect, methods=["GET", "POST"])
             for what in ("exec", "attach", "portforward")
         ),
-        Route(ns_pods + "/{name}/resize", pods.resize, methods=["GET", "PUT", "PATCH"]),
-        Route(ns_pods + "/{name}/eviction", pods.evict, methods=["POST"]),
         Route("/api/v1/nodes/{name}/status", _of("nodes", objects.get), methods=["GET"]),
         Route(
             "/api/v1/namespaces/{namespace}/resourcequotas/{name}/status",
             _of("resourcequotas", objects.get),
             methods=["GET"],
         ),
+        *empty_kind_routes(),  # before /api/v1/{resource}, which would take services
         Route(
             "/api/v1/{resource}", _only(CLUSTER_SCOPED + NAMESPACED, objects.list), methods=["GET"]
         ),
