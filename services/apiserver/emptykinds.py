@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from services.apiserver import discovery, errors
-from services.apiserver.http import TABLE_CONTENT_TYPE, group_routes, ok, wants_table
+from services.apiserver.http import group_routes, ok, table_response, wants_table
 from services.apiserver.tables import table
 
 _WRITES = ["POST", "PUT", "PATCH", "DELETE"]
@@ -85,8 +85,7 @@ def _lister(kind: EmptyKind) -> Endpoint:
             raise errors.method_not_allowed(f"{kind.resource} are never held here: no watch")
         asked = wants_table(request)
         if asked is not None:  # kubectl get: the columns, no rows
-            body = table(kind.kind, [], asked, datetime.now(UTC))
-            return JSONResponse(body, media_type=TABLE_CONTENT_TYPE.format(asked.version))
+            return table_response(table(kind.kind, [], asked, datetime.now(UTC)), asked)
         return ok({"kind": f"{kind.kind}List", "apiVersion": kind.api_version,
                    "metadata": {}, "items": []})  # fmt: skip
 

@@ -323,6 +323,11 @@ def matcher(request: Request, namespace: str | None, kind: str) -> Callable[[dic
 TABLE_CONTENT_TYPE = "application/json;as=Table;v={};g=meta.k8s.io"
 
 
+def table_response(body: dict[str, Any], asked: TableRequest) -> Response:
+    """A Table (tables.table) as the media type kubectl asked it in."""
+    return JSONResponse(body, media_type=TABLE_CONTENT_TYPE.format(asked.version))
+
+
 def wants_table(request: Request) -> TableRequest | None:
     """The Table kubectl asks for in Accept (`as=Table;v=v1;g=meta.k8s.io`), if any."""
     accept = request.headers.get("accept")
@@ -338,7 +343,7 @@ def ok_object(request: Request, obj: dict[str, Any]) -> Response:
         return ok(obj)
     rv = obj.get("metadata", {}).get("resourceVersion")
     body = table(str(obj.get("kind", "")), [obj], asked, datetime.now(UTC), rv)
-    return JSONResponse(body, media_type=TABLE_CONTENT_TYPE.format(asked.version))
+    return table_response(body, asked)
 
 
 def list_or_watch(
@@ -379,7 +384,7 @@ def list_or_watch(
     if asked is not None:
         body = table(kind, found.items, asked, datetime.now(UTC), rv)
         body["metadata"] = metadata
-        return JSONResponse(body, media_type=TABLE_CONTENT_TYPE.format(asked.version))
+        return table_response(body, asked)
     return ok({"kind": list_kind, "apiVersion": api_version, "metadata": metadata,
                "items": found.items})  # fmt: skip
 
