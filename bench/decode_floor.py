@@ -26,7 +26,7 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from bench.cluster import throwaway_cluster
-from inplace.core.bus.consumer import Record
+from inplace.core.bus.consumer import RawRecord, Record
 from inplace.core.bus.producer import Position
 from inplace.core.projection.state import ClusterState
 from inplace.core.readmodel import ReadModel
@@ -42,8 +42,8 @@ EVENT_READERS = ("apiserver", "projector")
 RESIZE_TYPES = ("ResizeProposed", "ResizeStatusChanged", "Allocated", "Actuated")
 
 
-async def raw_records(settings: Settings, topic: str) -> list[tuple[int, int, bytes]]:
-    """(partition, offset, value) of every record of `topic`, in partition order."""
+async def raw_records(settings: Settings, topic: str) -> list[RawRecord]:
+    """Every record of `topic` with a value, as the roles receive them, in partition order."""
     consumer = AIOKafkaConsumer(
         bootstrap_servers=settings.kafka_bootstrap, enable_auto_commit=False, group_id=None
     )
@@ -55,11 +55,11 @@ async def raw_records(settings: Settings, topic: str) -> list[tuple[int, int, by
         end = await consumer.end_offsets(tps)
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
-        out: list[tuple[int, int, bytes]] = []
+        out: list[RawRecord] = []
         todo = {tp for tp in tps if end[tp] > 0}
         while todo:
             for tp, items in (await consumer.getmany(*todo, timeout_ms=1000)).items():
-                out += [(tp.partition, r.offset, r.value) for r in items if r.value is not None]
+                out += [r for r in items if r.value is not None]
                 if await consumer.position(tp) >= end[tp]:
                     todo.discard(tp)
         return out
@@ -118,8 +118,8 @@ def main() -> None:
         injected = result.report["counts"]["injected"]
         pods = asyncio.run(raw_records(settings, PODS))
         events = asyncio.run(raw_records(settings, K8S_EVENTS))
-    pod_values = [(settings.topic(PODS), p, o, v) for p, o, v in pods]
-    event_values = [(settings.topic(K8S_EVENTS), p, o, v) for p, o, v in events]
+    pod_values = [(settings.topic(PODS), r.partition, r.offset, r.value) for r in pods]
+    event_values = [(settings.topic(K8S_EVENTS), r.partition, r.offset, r.value) for r in events]
     types = Counter(decode(v).type for _, _, _, v in pod_values)
     reasons = Counter(decode(v).payload.event.reason for _, _, _, v in event_values)  # type: ignore[attr-defined]
     pod_per_resize = sum(types[t] for t in RESIZE_TYPES) / injected

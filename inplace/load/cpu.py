@@ -19,7 +19,8 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 SELF = "load (this process)"
 
 
-def _cpu_seconds(pid: int, proc: Path) -> float | None:
+def cpu_seconds(pid: int, proc: Path = Path("/proc")) -> float | None:
+    """User + system CPU seconds of a process so far; None once it is gone."""
     try:
         stat = (proc / str(pid) / "stat").read_text()
     except OSError:
@@ -61,15 +62,15 @@ def snapshot(
     broker and the database share the cores with the roles: a benchmark counts them too)."""
     by_pid: dict[int, tuple[str, float]] = {}
     for role in find_roles(bootstrap, topic_prefix, proc=proc):
-        seconds = _cpu_seconds(role.pid, proc)
+        seconds = cpu_seconds(role.pid, proc)
         if seconds is not None:
             by_pid[role.pid] = (role.role, seconds)
     for pid, name in (extra or {}).items():
         for each in (pid, *_children(pid, proc)):
-            seconds = _cpu_seconds(each, proc)
+            seconds = cpu_seconds(each, proc)
             if seconds is not None:
                 by_pid[each] = (name, seconds)
-    by_pid[os.getpid()] = (SELF, _cpu_seconds(os.getpid(), proc) or 0.0)
+    by_pid[os.getpid()] = (SELF, cpu_seconds(os.getpid(), proc) or 0.0)
     return CpuSnapshot(at, by_pid)
 
 
