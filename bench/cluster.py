@@ -7,6 +7,7 @@ starts them, in a temporary directory on free ports, stopped and removed afterwa
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from pathlib import Path
 from inplace.cli.localcluster import LocalCluster
 from inplace.core.security.kubeconfig import Endpoint, load
 from inplace.core.settings import Settings
+from inplace.load.runner import LoadConfig, LoadRun
 from inplace.localinfra import free_port
 
 
@@ -45,3 +47,26 @@ def throwaway_cluster(
             print(f"cluster directory kept: {home}")
         else:
             shutil.rmtree(home, ignore_errors=True)
+
+
+def resize_load(
+    cluster: LocalCluster, settings: Settings, *, nodes: int, pods: int, resizes: int
+) -> int:
+    """`inplace load` on a plain-HTTP throwaway cluster, unpaced, through the API: the log
+    then holds real resize records. Returns how many resizes were injected."""
+    config = LoadConfig(
+        settings=settings,
+        api=cluster.api_url,
+        credentials=None,
+        mode="api",
+        nodes=nodes,
+        pods=pods,
+        resizes=resizes,
+        rate=None,
+        duration=600.0,
+        seed=0,
+        concurrency=64,
+        out=Path(tempfile.gettempdir()) / "inplace-bench",
+    )
+    injected: int = asyncio.run(LoadRun(config).run()).report["counts"]["injected"]
+    return injected

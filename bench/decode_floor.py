@@ -18,20 +18,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import tempfile
 import time
 from collections import Counter
-from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from bench.cluster import throwaway_cluster
+from bench.cluster import resize_load, throwaway_cluster
 from inplace.core.bus.consumer import RawRecord, Record
 from inplace.core.bus.producer import Position
 from inplace.core.projection.state import ClusterState
 from inplace.core.readmodel import ReadModel
 from inplace.core.settings import Settings
-from inplace.load.runner import LoadConfig, LoadRun
 from schemas.envelope import decode
 from schemas.events import K8S_EVENTS, PODS
 
@@ -100,22 +97,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     with throwaway_cluster(secure=False) as (cluster, settings, _):
-        config = LoadConfig(
-            settings=settings,
-            api=cluster.api_url,
-            credentials=None,
-            mode="api",
-            nodes=args.nodes,
-            pods=args.pods,
-            resizes=args.resizes,
-            rate=None,
-            duration=600.0,
-            seed=0,
-            concurrency=64,
-            out=Path(tempfile.gettempdir()) / "inplace-bench",
+        injected = resize_load(
+            cluster, settings, nodes=args.nodes, pods=args.pods, resizes=args.resizes
         )
-        result = asyncio.run(LoadRun(config).run())
-        injected = result.report["counts"]["injected"]
         pods = asyncio.run(raw_records(settings, PODS))
         events = asyncio.run(raw_records(settings, K8S_EVENTS))
     pod_values = [(settings.topic(PODS), r.partition, r.offset, r.value) for r in pods]

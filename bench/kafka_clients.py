@@ -106,7 +106,10 @@ def _librdkafka_follow(bootstrap: str, seconds: float) -> None:
     )
     start = time.monotonic()
     while time.monotonic() - start < seconds:
-        consumer.consume(num_messages=5000, timeout=0.2)
+        # As a prompt reader: back at the first record (`consume` would wait for all 5000 or
+        # its timeout), then whatever else is there already.
+        if consumer.poll(0.2) is not None:
+            consumer.consume(num_messages=5000, timeout=0)
     consumer.close()
 
 

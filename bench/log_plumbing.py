@@ -36,7 +36,7 @@ from pathlib import Path
 import uvloop
 from aiokafka import TopicPartition
 
-from bench.cluster import throwaway_cluster
+from bench.cluster import resize_load, throwaway_cluster
 from bench.decode_floor import RESIZE_TYPES, raw_records
 from inplace.cli.localcluster import LocalCluster
 from inplace.core.bus.consumer import LogFollower
@@ -46,7 +46,6 @@ from inplace.core.bus.topics import ensure_topics
 from inplace.core.readmodel import OFF_PATH_FETCH_WAIT_MS
 from inplace.core.settings import Settings
 from inplace.load.cpu import cpu_seconds as load_cpu_seconds
-from inplace.load.runner import LoadConfig, LoadRun
 from schemas.envelope import Envelope, decode
 from schemas.events import K8S_EVENTS, NODES, PODS, POLICY, WORKLOADS
 
@@ -81,21 +80,9 @@ def capture(
 ) -> dict[str, float]:
     """One resize's records from a small load, pickled by writer to `path`; records per
     resize by writer."""
-    config = LoadConfig(
-        settings=settings,
-        api=cluster.api_url,
-        credentials=None,
-        mode="api",
-        nodes=args.nodes,
-        pods=args.pods,
-        resizes=args.resizes,
-        rate=None,
-        duration=600.0,
-        seed=0,
-        concurrency=64,
-        out=Path(tempfile.gettempdir()) / "inplace-bench",
+    injected = resize_load(
+        cluster, settings, nodes=args.nodes, pods=args.pods, resizes=args.resizes
     )
-    injected = asyncio.run(LoadRun(config).run()).report["counts"]["injected"]
     pods = asyncio.run(raw_records(settings, PODS))
     events = asyncio.run(raw_records(settings, K8S_EVENTS))
     records: list[Captured] = []
