@@ -135,8 +135,9 @@ async def _write(
     print(json.dumps({"sent": sent}), flush=True)  # resizes
 
 
-async def _follow(bootstrap: str, topics: list[str], wait_ms: int, stop: asyncio.Event) -> None:
-    """Follow `topics` from their end as a role does, skipping every record unparsed."""
+async def _follow(bootstrap: str, topics: list[str], wait_ms: int) -> None:
+    """Follow `topics` from their end as a role does, skipping every record unparsed, until
+    SIGTERM; then say how many records it passed."""
     follower = LogFollower(
         bootstrap, topics, role="plumbing", accept=lambda _record: False, fetch_wait_ms=wait_ms
     )
@@ -144,17 +145,14 @@ async def _follow(bootstrap: str, topics: list[str], wait_ms: int, stop: asyncio
     await follower.resume_at(await follower.end_offsets(tps), tps)
     start = {tp: await follower.position(tp) for tp in tps}
     last: dict[TopicPartition, int] = dict(start)
+    this = asyncio.current_task()
+    assert this is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, this.cancel)
     try:
-        batches = follower.batches()
-        while not stop.is_set():
-            next_batch = asyncio.ensure_future(anext(batches))
-            stopping = asyncio.ensure_future(stop.wait())
-            done, _ = await asyncio.wait({next_batch, stopping}, return_when="FIRST_COMPLETED")
-            if next_batch not in done:
-                next_batch.cancel()
-                break
-            stopping.cancel()
-            last.update(next_batch.result().next_offsets)
+        async for batch in follower.batches():
+            last.update(batch.next_offsets)
+    except asyncio.CancelledError:
+        pass
     finally:
         await follower.stop()
     print(json.dumps({"records": sum(last[tp] - start[tp] for tp in tps)}), flush=True)
@@ -167,14 +165,8 @@ def child_main(argv: list[str]) -> None:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             runner.run(_write(bootstrap, records, float(argv[4]), float(argv[5])))
         return
-
-    async def follow() -> None:
-        stop = asyncio.Event()
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-        await _follow(bootstrap, argv[2].split(","), int(argv[3]), stop)
-
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        runner.run(follow())
+        runner.run(_follow(bootstrap, argv[2].split(","), int(argv[3])))
 
 
 # -- the measurement ---------------------------------------------------------------------------
